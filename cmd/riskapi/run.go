@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"riskapi/internal/store"
+	"riskapi/internal/store/postgres"
+	"riskapi/internal/store/sqlite"
+)
+
+// version is the release version; builds may set it with -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// usageError is a mistake in the command line itself (exit status 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+const usageText = `riskapi — risk analytics for AI agents: Drift, Convergence, Cascade, Meridian.
+
+Usage:
+  riskapi serve [flags]                 run the HTTP API (see riskapi serve --help)
+  riskapi accounts create --name N --email E --plan P [--region R] [--json]
+  riskapi keys create --account ACCT --type live|test|restricted [--mode live|test]
+                      [--scopes a,b] [--rate-limit N] [--expires-in DURATION] [--name N] [--json]
+  riskapi keys list --account ACCT [--json]
+  riskapi keys revoke KEY_ID
+  riskapi migrate                       apply store migrations and exit
+  riskapi version                       print the version
+
+Every command uses the same store settings: --data DIR (RISKAPI_DATA_DIR, default ./data)
+selects the embedded SQLite store; RISKAPI_DATABASE_URL=postgres://… selects PostgreSQL.
+`
+
+// run is the whole program: main only supplies the process's context, arguments,
+// environment and output streams, so tests can run every command in-process.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) < 2 {
+		fmt.Fprint(stderr, usageText)
+		return usagef("no command given")
+	}
+	cmd, rest := args[1], args[2:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, rest, getenv, stdout, stderr)
+	case "accounts":
+		return runAccounts(ctx, rest, getenv, stdout, stderr)
+	case "keys":
+		return runKeys(ctx, rest, getenv, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, rest, getenv, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "riskapi", buildVersion())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usageText)
+		return nil
+	}
+	fmt.Fprint(stderr, usageText)
+	return usagef("unknown command %q", cmd)
+}
+
+// buildVersion is version, or the module version Go recorded when built with go install.
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+// storeSettings are the flags and variables that choose the store, shared by every command.
+type storeSettings struct {
+	dataDir     string
+	databaseURL string
+}
+
+func (s *storeSettings) register(fs *flag.FlagSet, getenv func(string) string) {
+	fs.StringVar(&s.dataDir, "data", envOr(getenv, "RISKAPI_DATA_DIR", "./data"),
+		"directory of the embedded SQLite store (env RISKAPI_DATA_DIR)")
+	s.databaseURL = getenv("RISKAPI_DATABASE_URL")
+}
+
+// embedded reports whether the settings select the embedded SQLite store.
+func (s *storeSettings) embedded() bool { return s.databaseURL == "" }
+
+// open opens (and migrates) the chosen store.
+func (s *storeSettings) open(ctx context.Context) (store.Store, error) {
+	if s.embedded() {
+		st, err := sqlite.Open(ctx, s.dataDir)
+		if err != nil {
+			return nil, fmt.Errorf("open embedded store in %s: %w", s.dataDir, err)
+		}
+		return st, nil
+	}
+	if !strings.HasPrefix(s.databaseURL, "postgres://") && !strings.HasPrefix(s.databaseURL, "postgresql://") {
+		return nil, usagef("RISKAPI_DATABASE_URL must be a postgres:// URL")
+	}
+	st, err := postgres.Open(ctx, s.databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("open PostgreSQL store: %w", err)
+	}
+	return st, nil
+}
+
+func envOr(getenv func(string) string, name, fallback string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// parseFlags parses a subcommand's flags; --help prints its usage and returns errHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	}
+	if err != nil {
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// errHelp ends a command after its --help text was printed; run treats it as success.
+var errHelp = errors.New("help requested")
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("riskapi migrate", stderr)
+	var ss storeSettings
+	ss.register(fs, getenv)
+	if err := parseFlags(fs, args); err != nil {
+		return helpOK(err)
+	}
+	st, err := ss.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Fprintln(stdout, "store migrated")
+	return nil
+}
+
+// helpOK turns errHelp into success and passes other errors through.
+func helpOK(err error) error {
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}

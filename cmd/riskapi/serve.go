@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"riskapi/internal/auth"
+	"riskapi/internal/httpapi"
+	"riskapi/internal/store"
+)
+
+// Server timeouts. Slow clients cannot pin connections: headers must arrive within 10 s,
+// a whole body (up to 64 MiB) within 2 min, and idle keep-alive connections close after 2 min.
+// The write timeout leaves room for the largest synchronous analyses.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 2 * time.Minute
+	writeTimeout      = 5 * time.Minute
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+	// lastUsedFlushInterval: how often key last-use times are written, in one batch.
+	lastUsedFlushInterval = 10 * time.Second
+)
+
+type serveConfig struct {
+	store          storeSettings
+	addr           string
+	noBootstrap    bool
+	region         string
+	publicURL      string
+	euPublicURL    string
+	maxBodyBytes   int64
+	shutdown       time.Duration
+	logLevel       slog.Level
+	deprecation    *httpapi.Deprecation
+	deprecationSet string
+	sunsetSet      string
+	migrationGuide string
+}
+
+func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	fs := newFlagSet("riskapi serve", stderr)
+	c.store.register(fs, getenv)
+	fs.StringVar(&c.addr, "addr", envOr(getenv, "RISKAPI_ADDR", "127.0.0.1:8080"), "listen address (env RISKAPI_ADDR)")
+	fs.BoolVar(&c.noBootstrap, "no-bootstrap", getenv("RISKAPI_NO_BOOTSTRAP") == "true",
+		"do not create the demo account and test key on an empty embedded store (env RISKAPI_NO_BOOTSTRAP=true)")
+	fs.StringVar(&c.region, "region", envOr(getenv, "RISKAPI_REGION", store.RegionDefault), "deployment region: default or eu (env RISKAPI_REGION)")
+	fs.StringVar(&c.publicURL, "public-url", getenv("RISKAPI_PUBLIC_URL"), "public base URL reported by GET /v1 (env RISKAPI_PUBLIC_URL; default http://<addr>)")
+	fs.StringVar(&c.euPublicURL, "eu-public-url", getenv("RISKAPI_EU_PUBLIC_URL"), "public base URL of the EU deployment (env RISKAPI_EU_PUBLIC_URL; default none)")
+	maxBody := envOr(getenv, "RISKAPI_MAX_BODY_BYTES", strconv.Itoa(httpapi.DefaultMaxBodyBytes))
+	fs.StringVar(&maxBody, "max-body-bytes", maxBody, "request body limit in bytes (env RISKAPI_MAX_BODY_BYTES)")
+	shutdown := envOr(getenv, "RISKAPI_SHUTDOWN_TIMEOUT", "30s")
+	fs.StringVar(&shutdown, "shutdown-timeout", shutdown, "how long shutdown waits for in-flight requests (env RISKAPI_SHUTDOWN_TIMEOUT)")
+	logLevel := envOr(getenv, "RISKAPI_LOG_LEVEL", "info")
+	fs.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error (env RISKAPI_LOG_LEVEL)")
+	fs.StringVar(&c.deprecationSet, "deprecated-at", getenv("RISKAPI_DEPRECATED_AT"), "mark v1 deprecated since this RFC 3339 time (env RISKAPI_DEPRECATED_AT)")
+	fs.StringVar(&c.sunsetSet, "sunset-at", getenv("RISKAPI_SUNSET_AT"), "with --deprecated-at: when v1 stops answering, RFC 3339 (env RISKAPI_SUNSET_AT)")
+	fs.StringVar(&c.migrationGuide, "migration-guide", getenv("RISKAPI_MIGRATION_GUIDE_URL"), "with --deprecated-at: migration guide URL (env RISKAPI_MIGRATION_GUIDE_URL)")
+	if err := parseFlags(fs, args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, usagef("serve takes no arguments, got %q", fs.Args())
+	}
+	if !store.ValidRegion(c.region) {
+		return c, usagef("region %q: want default or eu", c.region)
+	}
+	n, err := strconv.ParseInt(maxBody, 10, 64)
+	if err != nil || n < 1024 {
+		return c, usagef("max body bytes %q: want an integer of at least 1024", maxBody)
+	}
+	c.maxBodyBytes = n
+	if c.shutdown, err = time.ParseDuration(shutdown); err != nil || c.shutdown <= 0 {
+		return c, usagef("shutdown timeout %q: want a positive duration such as 30s", shutdown)
+	}
+	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		return c, usagef("log level %q: want debug, info, warn or error", logLevel)
+	}
+	if c.deprecationSet != "" {
+		d := &httpapi.Deprecation{MigrationGuide: c.migrationGuide}
+		if d.At, err = time.Parse(time.RFC3339, c.deprecationSet); err != nil {
+			return c, usagef("deprecated-at %q: want an RFC 3339 time", c.deprecationSet)
+		}
+		if c.sunsetSet != "" {
+			if d.Sunset, err = time.Parse(time.RFC3339, c.sunsetSet); err != nil {
+				return c, usagef("sunset-at %q: want an RFC 3339 time", c.sunsetSet)
+			}
+		}
+		c.deprecation = d
+	}
+	return c, nil
+}
+
+// runServe migrates the store, bootstraps a demo account on an empty embedded store, and
+// serves until ctx ends; then it stops accepting, lets in-flight requests finish (bounded
+// by the shutdown timeout), flushes key last-use times and closes the store.
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseServeConfig(args, getenv, stderr)
+	if err != nil {
+		return helpOK(err)
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+
+	st, err := cfg.store.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	defer ln.Close()
+	baseURL := "http://" + ln.Addr().String()
+	if cfg.publicURL == "" {
+		cfg.publicURL = baseURL
+	}
+
+	if cfg.store.embedded() && !cfg.noBootstrap {
+		if err := bootstrapDemo(ctx, st, cfg.region, baseURL, stdout); err != nil {
+			return err
+		}
+	}
+
+	authn := auth.NewAuthenticator(st, time.Now, logger)
+	api, err := httpapi.NewServer(httpapi.Config{
+		Store:        st,
+		Auth:         authn,
+		Logger:       logger,
+		Region:       cfg.region,
+		PublicURL:    cfg.publicURL,
+		EUPublicURL:  cfg.euPublicURL,
+		MaxBodyBytes: cfg.maxBodyBytes,
+		Deprecation:  cfg.deprecation,
+		Version:      buildVersion(),
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+
+	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { authn.Run(background, lastUsedFlushInterval) })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "riskapi %s listening on %s (store: %s)\n", buildVersion(), baseURL, cfg.store.describe())
+	logger.Info("listening", "addr", ln.Addr().String(), "region", cfg.region)
+
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+		logger.Info("shutting down", "timeout", cfg.shutdown.String())
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdown)
+		err = srv.Shutdown(shutdownCtx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("shutdown: in-flight requests still running after %s", cfg.shutdown)
+			srv.Close()
+		}
+	}
+	stopBackground()
+	wg.Wait()
+	logger.Info("stopped")
+	return err
+}
+
+// describe names the store for the start-up line, without credentials.
+func (s *storeSettings) describe() string {
+	if s.embedded() {
+		return "embedded SQLite in " + s.dataDir
+	}
+	return "PostgreSQL"
+}
+
+// bootstrapDemo creates a demo account and a test key on an empty store and prints the
+// key once. The key is not logged; only stdout shows it.
+func bootstrapDemo(ctx context.Context, st store.Store, region, baseURL string, stdout io.Writer) error {
+	now := time.Now()
+	acct := store.Account{
+		ID:        newAccountID(),
+		Name:      "Demo account",
+		Email:     "demo@example.com",
+		Plan:      store.PlanFreeTrial,
+		Region:    region,
+		CreatedAt: now.UTC().Truncate(time.Millisecond),
+	}
+	key, secret, err := auth.NewAPIKey(auth.KeyParams{AccountID: acct.ID, Type: store.KeyTest, Name: "Demo test key"}, now)
+	if err != nil {
+		return err
+	}
+	created, err := st.Bootstrap(ctx, acct, key)
+	if err != nil {
+		return fmt.Errorf("bootstrap demo account: %w", err)
+	}
+	if !created {
+		return nil
+	}
+	fmt.Fprintf(stdout, `Created demo account %s with a test-mode API key. It is shown only this once:
+
+    %s
+
+Try it:
+    curl -H "Authorization: Bearer %s" %s/v1/account
+
+`, acct.ID, secret, secret, baseURL)
+	return nil
+}

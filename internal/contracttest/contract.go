@@ -1,0 +1,369 @@
+// Package contracttest checks HTTP exchanges that tests observe against the public
+// contract, api/openapi.yaml, so that every response a test sees is one the document
+// promises. Only tests import it.
+package contracttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"riskapi/api"
+)
+
+// Contract is the loaded OpenAPI document with a router over its operations. It is safe
+// for concurrent use by parallel tests.
+type Contract struct {
+	doc           *openapi3.T
+	router        routers.Router
+	errorEnvelope *openapi3.Schema
+	// serverBases are the path prefixes of the servers that have a "/" path item
+	// ("/v1"): a request for exactly the prefix is that operation's.
+	serverBases []string
+	operations  []string
+
+	mu        sync.Mutex
+	exercised map[string]bool
+}
+
+// load parses and validates the document once per process.
+var load = sync.OnceValues(func() (*Contract, error) { return newContract(api.OpenAPIYAML) })
+
+// Load returns the contract of api/openapi.yaml, loaded once per process; it stops the
+// test if the document does not load or validate.
+func Load(t testing.TB) *Contract {
+	t.Helper()
+	c, err := load()
+	if err != nil {
+		t.Fatalf("contracttest: %v", err)
+	}
+	return c
+}
+
+func newContract(yaml []byte) (*Contract, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(yaml)
+	if err != nil {
+		return nil, fmt.Errorf("load api/openapi.yaml: %w", err)
+	}
+	if err := doc.Validate(loader.Context); err != nil {
+		return nil, fmt.Errorf("validate api/openapi.yaml: %w", err)
+	}
+	// gorillamux rather than routers/legacy: legacy ignores path-level servers
+	// (/healthz lives outside /v1) and matches server URLs against the request's
+	// absolute URL, so a relative server URL such as /v1 never matches a client
+	// request for http://127.0.0.1:port/v1/... . gorillamux turns each server into a
+	// path prefix, adds no host matcher for relative URLs, and honours path-level
+	// servers.
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("route api/openapi.yaml: %w", err)
+	}
+	envelope := doc.Components.Schemas["ErrorEnvelope"]
+	if envelope == nil || envelope.Value == nil {
+		return nil, errors.New("api/openapi.yaml has no #/components/schemas/ErrorEnvelope")
+	}
+	c := &Contract{doc: doc, router: router, errorEnvelope: envelope.Value, exercised: map[string]bool{}}
+	for _, path := range doc.Paths.InMatchingOrder() {
+		item := doc.Paths.Value(path)
+		for method := range item.Operations() {
+			c.operations = append(c.operations, method+" "+path)
+		}
+		if path != "/" {
+			continue
+		}
+		servers := doc.Servers
+		if len(item.Servers) > 0 {
+			servers = item.Servers
+		}
+		for _, s := range servers {
+			if base := strings.TrimSuffix(s.URL, "/"); strings.HasPrefix(base, "/") {
+				c.serverBases = append(c.serverBases, base)
+			}
+		}
+	}
+	slices.Sort(c.operations)
+	return c, nil
+}
+
+// Operations lists every documented operation as "METHOD /path", with the path as the
+// document writes it (relative to its server: "GET /account" is GET /v1/account),
+// sorted.
+func (c *Contract) Operations() []string {
+	return slices.Clone(c.operations)
+}
+
+// Unexercised lists the documented operations (as Operations does) that no exchange
+// given to Check or Validate has matched so far in this process. Call it after the
+// tests that exercise the API, for example in TestMain after m.Run.
+func (c *Contract) Unexercised() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, op := range c.operations {
+		if !c.exercised[op] {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// bodyPrefixLen is how much of a failing response's body Check quotes.
+const bodyPrefixLen = 512
+
+// Check validates one observed exchange with Validate and reports a mismatch with
+// t.Errorf, quoting the start of the body. req is the client's request (its URL's host
+// does not matter); status, header and body are the response as received.
+func (c *Contract) Check(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
+	t.Helper()
+	if err := c.Validate(req, status, header, body); err != nil {
+		quoted := body
+		if len(quoted) > bodyPrefixLen {
+			quoted = quoted[:bodyPrefixLen]
+		}
+		t.Errorf("contract: %v\nbody (%d bytes): %s", err, len(body), quoted)
+	}
+}
+
+// Validate checks one exchange against the document and returns what is wrong, or nil.
+//
+// When the request matches a documented operation, the status must be documented for
+// it, and the headers and body must match that response's declaration. When it matches
+// none (an unknown path or version, a documented path with another method, or a route
+// only tests register), the status must be 4xx or 5xx and the body an ErrorEnvelope.
+// In both cases X-Request-Id must be present and equal the envelope's
+// metadata.request_id. A HEAD request is checked as the GET it mirrors, with an empty body.
+func (c *Contract) Validate(req *http.Request, status int, header http.Header, body []byte) error {
+	if req == nil || req.URL == nil {
+		return errors.New("contracttest: Validate needs the request, with its URL")
+	}
+	var problems []string
+	problems = append(problems, requestIDProblems(header, body)...)
+
+	route, params, routeErr := c.findRoute(req)
+	if routeErr == nil {
+		c.markExercised(route)
+		problems = append(problems, c.operationProblems(req, route, params, status, header, body)...)
+	} else {
+		problems = append(problems, c.unroutedProblems(req.Method, routeErr, status, header, body)...)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %s → %d:\n  - %s", req.Method, req.URL.Path, status, strings.Join(problems, "\n  - "))
+}
+
+// findRoute finds the documented operation of req, independently of its host. A HEAD
+// request is routed as GET.
+func (c *Contract) findRoute(req *http.Request) (*routers.Route, map[string]string, error) {
+	r := req.Clone(req.Context())
+	if r.Method == http.MethodHead {
+		r.Method = http.MethodGet
+	}
+	// The document's "/" under server /v1 is, by concatenation, /v1/; the service
+	// answers GET /v1 for it too. Route the bare prefix as that operation.
+	if slices.Contains(c.serverBases, r.URL.Path) {
+		r.URL.Path += "/"
+		r.URL.RawPath = ""
+	}
+	return c.router.FindRoute(r)
+}
+
+func (c *Contract) markExercised(route *routers.Route) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.exercised[route.Method+" "+route.Path] = true
+}
+
+// operationProblems checks a response of a documented operation.
+func (c *Contract) operationProblems(req *http.Request, route *routers.Route, params map[string]string,
+	status int, header http.Header, body []byte) []string {
+	op := route.Method + " " + route.Path
+	responses := route.Operation.Responses
+	if responses.Status(status) == nil && responses.Default() == nil {
+		return []string{fmt.Sprintf("status %d is not documented for %s (documented: %s)",
+			status, op, strings.Join(documentedStatuses(responses), ", "))}
+	}
+
+	options := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}
+	var problems []string
+	vreq := req
+	if req.Method == http.MethodHead {
+		// ValidateResponse skips HEAD entirely; check the headers as GET's, and that
+		// no body came back.
+		vreq = req.Clone(req.Context())
+		vreq.Method = http.MethodGet
+		options.ExcludeResponseBody = true
+		if len(body) != 0 {
+			problems = append(problems, fmt.Sprintf("a HEAD response has a %d-byte body", len(body)))
+		}
+	}
+	input := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
+		Status:                 status,
+		Header:                 header,
+		Body:                   io.NopCloser(bytes.NewReader(body)),
+		Options:                options,
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
+		problems = append(problems, fmt.Sprintf("does not match the %d response of %s: %s", status, op, describe(err)))
+	}
+	return problems
+}
+
+func documentedStatuses(responses *openapi3.Responses) []string {
+	var out []string
+	for status := range responses.Map() {
+		out = append(out, status)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unroutedProblems checks a response to a request that no documented operation matches.
+func (c *Contract) unroutedProblems(method string, routeErr error, status int, header http.Header, body []byte) []string {
+	var problems []string
+	if status < 400 {
+		problems = append(problems, fmt.Sprintf("no documented operation matches (%v), yet the status is not an error", routeErr))
+	}
+	if method == http.MethodHead {
+		if len(body) != 0 {
+			problems = append(problems, fmt.Sprintf("a HEAD response has a %d-byte body", len(body)))
+		}
+		return problems
+	}
+	if mt, _, err := mime.ParseMediaType(header.Get("Content-Type")); err != nil || mt != "application/json" {
+		problems = append(problems, fmt.Sprintf("Content-Type %q of an error response is not application/json", header.Get("Content-Type")))
+	}
+	var value any
+	if err := json.Unmarshal(body, &value); err != nil {
+		return append(problems, fmt.Sprintf("the body of an error response is not JSON: %v", err))
+	}
+	opts := append(c.doc.GetSchemaValidationOptions(), openapi3.EnableJSONSchema2020(), openapi3.MultiErrors())
+	if err := c.errorEnvelope.VisitJSON(value, opts...); err != nil {
+		problems = append(problems, "the body is not an ErrorEnvelope: "+describe(err))
+	}
+	return problems
+}
+
+// requestIDProblems checks that X-Request-Id is present and, on an envelope, equals
+// metadata.request_id.
+func requestIDProblems(header http.Header, body []byte) []string {
+	id := header.Get("X-Request-Id")
+	var problems []string
+	if id == "" {
+		problems = append(problems, "X-Request-Id header is missing or empty")
+	}
+	var envelope struct {
+		Success  *bool `json:"success"`
+		Metadata *struct {
+			RequestID *string `json:"request_id"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(body, &envelope) != nil || envelope.Success == nil {
+		return problems // not an envelope; the schema checks say what it should be
+	}
+	switch {
+	case envelope.Metadata == nil || envelope.Metadata.RequestID == nil:
+		problems = append(problems, "the envelope has no metadata.request_id to match X-Request-Id")
+	case *envelope.Metadata.RequestID != id && id != "":
+		problems = append(problems, fmt.Sprintf("X-Request-Id %q differs from metadata.request_id %q", id, *envelope.Metadata.RequestID))
+	}
+	return problems
+}
+
+// describe renders a kin-openapi validation error as its failing leaves, one per
+// line, without the schema and value dumps kin-openapi appends to each.
+func describe(err error) string {
+	var leaves []string
+	collectLeaves(err, &leaves)
+	if len(leaves) == 0 {
+		return err.Error()
+	}
+	if len(leaves) == 1 {
+		return leaves[0]
+	}
+	return "\n      * " + strings.Join(leaves, "\n      * ")
+}
+
+func collectLeaves(err error, leaves *[]string) {
+	switch e := err.(type) {
+	case nil:
+		return
+	case *openapi3filter.ResponseError:
+		if e.Err == nil {
+			*leaves = append(*leaves, e.Reason)
+			return
+		}
+		var inner []string
+		collectLeaves(e.Err, &inner)
+		for _, leaf := range inner {
+			*leaves = append(*leaves, e.Reason+": "+leaf)
+		}
+		return
+	case openapi3.MultiError:
+		for _, sub := range e {
+			collectLeaves(sub, leaves)
+		}
+		return
+	case *openapi3.SchemaError:
+		if e.Origin != nil && hasSchemaError(e.Origin) {
+			collectLeaves(e.Origin, leaves)
+			return
+		}
+		*leaves = append(*leaves, schemaLeaf(e))
+		return
+	}
+	if multi, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, sub := range multi.Unwrap() {
+			collectLeaves(sub, leaves)
+		}
+		return
+	}
+	if inner := errors.Unwrap(err); inner != nil && hasSchemaError(inner) {
+		collectLeaves(inner, leaves)
+		return
+	}
+	*leaves = append(*leaves, err.Error())
+}
+
+func hasSchemaError(err error) bool {
+	var se *openapi3.SchemaError
+	var me openapi3.MultiError
+	return errors.As(err, &se) || errors.As(err, &me)
+}
+
+// schemaLeaf is one failing check. Errors of the JSON Schema 2020-12 validator (used for
+// 3.1 documents) read `error at "<path kin-openapi built>": at '<true path>': <reason>`,
+// and kin-openapi's path can repeat segments, so the validator's own part is kept.
+// Errors of kin-openapi's own validator (which it still uses for subschemas without
+// 2020-12 keywords) carry the path separately.
+func schemaLeaf(e *openapi3.SchemaError) string {
+	reason := e.Reason
+	if reason == "" {
+		reason = fmt.Sprintf("does not satisfy %q", e.SchemaField)
+	}
+	if rest, ok := strings.CutPrefix(reason, `error at "`); ok {
+		if _, msg, ok := strings.Cut(rest, `": `); ok {
+			return msg
+		}
+	}
+	if strings.HasPrefix(reason, "at '") {
+		return reason
+	}
+	return "at '/" + strings.Join(e.JSONPointer(), "/") + "': " + reason
+}

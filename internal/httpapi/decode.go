@@ -1,0 +1,350 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// validatable is implemented by request types. validate checks the constraints that JSON
+// types cannot express (required fields, lengths, ranges, patterns) in document order and
+// returns the first violation, or nil.
+type validatable interface {
+	validate() *Error
+}
+
+// decodeBody reads a JSON object from the request body into dst (a pointer to a request
+// struct) and validates it. Every endpoint decodes through here, so malformed JSON, unknown
+// fields, wrong types and constraint violations are reported the same way everywhere:
+//   - malformed JSON, a body that is not an object: 400 BAD_REQUEST with the byte offset;
+//   - a member the endpoint does not define: 400 UNKNOWN_FIELD, naming the closest known one;
+//   - a value of the wrong JSON type: 400 INVALID_<FIELD> with field, expected and received;
+//   - a body over the limit: 413 PAYLOAD_TOO_LARGE.
+//
+// An empty body reads as {}, so required fields are then reported missing. JSON null is
+// treated as an absent member.
+func decodeBody(r *http.Request, dst any) *Error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errPayloadTooLarge(tooLarge.Limit)
+		}
+		return newError(CodeBadRequest, "The request body could not be read: the connection failed or timed out.")
+	}
+	return decodeJSON(body, dst)
+}
+
+// decodeJSON is decodeBody after the body has been read.
+func decodeJSON(body []byte, dst any) *Error {
+	leading := len(body) - len(bytes.TrimLeft(body, " \t\r\n"))
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		trimmed = []byte("{}")
+	}
+	if trimmed[0] != '{' {
+		e := newError(CodeBadRequest, "The request body must be a JSON object, starting with '{' (found %s at byte offset %d).", describeByte(trimmed[0]), leading)
+		e.Details["offset"] = leading
+		return e
+	}
+	err := json.Unmarshal(trimmed, dst, json.RejectUnknownMembers(true))
+	if err == nil {
+		if v, ok := dst.(validatable); ok {
+			return v.validate()
+		}
+		return nil
+	}
+	return decodeError(err, trimmed, reflect.TypeOf(dst), leading)
+}
+
+// decodeError turns an error of the JSON decoder into the envelope's error.
+func decodeError(err error, body []byte, root reflect.Type, leading int) *Error {
+	var syntax *jsontext.SyntacticError
+	if errors.As(err, &syntax) {
+		offset := int(syntax.ByteOffset) + leading
+		e := newError(CodeBadRequest, "Malformed JSON at byte offset %d: %v.", offset, syntax.Err)
+		e.Details["offset"] = offset
+		return e
+	}
+	var semantic *json.SemanticError
+	if !errors.As(err, &semantic) {
+		return newError(CodeBadRequest, "The request body is not valid JSON for this endpoint.")
+	}
+	path, ok := fieldPath(root, semantic.JSONPointer)
+	if !ok || path == "" {
+		return newError(CodeBadRequest, "The request body must be a JSON object.")
+	}
+	if errors.Is(err, json.ErrUnknownName) {
+		return unknownField(path, semantic.GoType, memberValueKind(body, int(semantic.ByteOffset)))
+	}
+	expected := expectedType(semantic.GoType)
+	received := kindName(semantic.JSONKind)
+	base, _, _ := strings.Cut(expected, " ")
+	switch {
+	case base == "integer" && received == "number":
+		return invalidField(path, expected, received, "%s must be a whole number within range.", path)
+	case expected == timeExpectation && received == "string":
+		return invalidField(path, expected, received, "%s must be an RFC 3339 timestamp such as 2026-11-21T10:00:00Z.", path)
+	case base == received:
+		return invalidField(path, expected, received, "%s has an invalid value.", path)
+	}
+	return invalidField(path, expected, received, "%s must be %s, not %s.", path, withArticle(base), received)
+}
+
+// unknownField names the closest known member of the object that held the unknown one.
+func unknownField(path string, holder reflect.Type, received string) *Error {
+	name := path
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		name = path[i+1:]
+	}
+	msg := fmt.Sprintf("%s is not a field of this request.", path)
+	if best := closestName(name, jsonFieldNames(holder)); best != "" {
+		msg = fmt.Sprintf("%s is not a field of this request; did you mean %q?", path, best)
+	}
+	return &Error{
+		Code:    CodeUnknownField,
+		Message: msg,
+		Details: map[string]any{"field": path, "expected": "no such field", "received": received},
+	}
+}
+
+// memberValueKind names the JSON type of the value of the object member whose name starts
+// at offset (the decoder reports unknown members by the offset of their name).
+func memberValueKind(body []byte, offset int) string {
+	i := offset
+	if i < 0 || i >= len(body) || body[i] != '"' {
+		return "value"
+	}
+	for i++; i < len(body) && body[i] != '"'; i++ {
+		if body[i] == '\\' {
+			i++ // skip the escaped character
+		}
+	}
+	for i++; i < len(body) && (body[i] == ':' || body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'); i++ {
+	}
+	if i >= len(body) {
+		return "value"
+	}
+	switch c := body[i]; {
+	case c == '"':
+		return "string"
+	case c == '{':
+		return "object"
+	case c == '[':
+		return "array"
+	case c == 't' || c == 'f':
+		return "boolean"
+	case c == 'n':
+		return "null"
+	}
+	return "number"
+}
+
+func errPayloadTooLarge(limit int64) *Error {
+	e := newError(CodePayloadTooLarge, "The request body is larger than the limit of %d bytes.", limit)
+	e.Details["limit_bytes"] = limit
+	return e
+}
+
+// fieldPath converts a JSON Pointer ("/events/3/timestamp") into the API's field path
+// ("events[3].timestamp"), walking the Go type so that array indices and member names are
+// told apart even when a member name is numeric.
+func fieldPath(root reflect.Type, ptr jsontext.Pointer) (string, bool) {
+	var b strings.Builder
+	t := root
+	for tok := range ptr.Tokens() {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+			if _, err := strconv.Atoi(tok); err != nil {
+				return "", false
+			}
+			b.WriteString("[" + tok + "]")
+			t = t.Elem()
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(tok)
+			t = memberType(t, tok)
+		}
+	}
+	return b.String(), true
+}
+
+// memberType is the Go type of member name of struct or map type t, or nil when unknown.
+func memberType(t reflect.Type, name string) reflect.Type {
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return t.Elem()
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if f := t.Field(i); jsonName(f) == name {
+				return f.Type
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFieldNames lists the JSON member names of a struct type.
+func jsonFieldNames(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		if n := jsonName(t.Field(i)); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func jsonName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return ""
+	}
+	if name, _, _ := strings.Cut(tag, ","); name != "" {
+		return name
+	}
+	return f.Name
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// timeExpectation is details.expected for every timestamp field.
+const timeExpectation = "string (RFC 3339 timestamp)"
+
+// expectedType names a Go type as the JSON type a client must send.
+func expectedType(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "value"
+	}
+	if t == timeType {
+		return timeExpectation
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	}
+	return "value"
+}
+
+// kindName names a JSON kind the way details.received does.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "value"
+}
+
+func withArticle(typ string) string {
+	if typ == "" {
+		return typ
+	}
+	switch typ[0] {
+	case 'a', 'e', 'i', 'o', 'u':
+		return "an " + typ
+	}
+	return "a " + typ
+}
+
+func describeByte(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	}
+	if c == '-' || (c >= '0' && c <= '9') {
+		return "a number"
+	}
+	if c >= 0x20 && c < 0x7f {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+// closestName returns the candidate nearest to name by edit distance, if it is close enough
+// to be a plausible typo (at most a third of the name's length, and at least 2, apart).
+func closestName(name string, candidates []string) string {
+	best, bestDist := "", -1
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(name), strings.ToLower(c))
+		if bestDist < 0 || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if bestDist < 0 || bestDist > max(2, len(name)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

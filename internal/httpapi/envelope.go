@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-json-experiment/json"
+)
+
+// timestampLayout is RFC 3339 UTC with milliseconds, the one timestamp format of the API.
+const timestampLayout = "2006-01-02T15:04:05.000Z"
+
+// formatTime renders t in the API's timestamp format.
+func formatTime(t time.Time) string { return t.UTC().Format(timestampLayout) }
+
+// formatTimePtr renders an optional time as a string or JSON null.
+func formatTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := formatTime(*t)
+	return &s
+}
+
+type successEnvelope struct {
+	Success    bool            `json:"success"`
+	Data       any             `json:"data"`
+	Pagination *pagination     `json:"pagination,omitempty"`
+	Metadata   successMetadata `json:"metadata"`
+}
+
+type successMetadata struct {
+	RequestID        string `json:"request_id"`
+	Timestamp        string `json:"timestamp"`
+	ProcessingTimeMS int64  `json:"processing_time_ms"`
+}
+
+type pagination struct {
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+	TotalCount int64   `json:"total_count"`
+}
+
+type errorEnvelope struct {
+	Success  bool          `json:"success"`
+	Error    errorBody     `json:"error"`
+	Metadata errorMetadata `json:"metadata"`
+}
+
+type errorBody struct {
+	Type    string         `json:"type"`
+	Message string         `json:"message"`
+	Code    string         `json:"code"`
+	Details map[string]any `json:"details"`
+}
+
+type errorMetadata struct {
+	RequestID string `json:"request_id"`
+	Timestamp string `json:"timestamp"`
+}
+
+// encodeOptions: map keys sorted so equal values always encode to equal bytes.
+var encodeOptions = json.Deterministic(true)
+
+// writeData answers with the success envelope around data.
+func writeData(w http.ResponseWriter, r *http.Request, status int, data any) {
+	writeSuccess(w, r, status, data, nil)
+}
+
+// writeList answers with a list envelope: data is the page, p the pagination block.
+func writeList(w http.ResponseWriter, r *http.Request, data any, p pagination) {
+	writeSuccess(w, r, http.StatusOK, data, &p)
+}
+
+func writeSuccess(w http.ResponseWriter, r *http.Request, status int, data any, p *pagination) {
+	info := requestInfoFrom(r.Context())
+	now := time.Now()
+	env := successEnvelope{
+		Success:    true,
+		Data:       data,
+		Pagination: p,
+		Metadata: successMetadata{
+			RequestID:        info.id,
+			Timestamp:        formatTime(now),
+			ProcessingTimeMS: now.Sub(info.start).Milliseconds(),
+		},
+	}
+	var buf bytes.Buffer
+	if err := json.MarshalWrite(&buf, env, encodeOptions); err != nil {
+		writeError(w, r, fmtInternal(r.Context(), "encode response", err))
+		return
+	}
+	writeJSONBytes(w, status, buf.Bytes())
+}
+
+// writeError answers with the error envelope. An *Error is sent as it is; any other error
+// is logged with the request id and answered as a 500 that reveals nothing of it.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var apiErr *Error
+	if !errors.As(err, &apiErr) {
+		apiErr = fmtInternal(r.Context(), "handler", err)
+	}
+	status, typ := errorStatus(apiErr.Code)
+	details := apiErr.Details
+	if details == nil {
+		details = map[string]any{}
+	}
+	info := requestInfoFrom(r.Context())
+	env := errorEnvelope{
+		Error:    errorBody{Type: typ, Message: apiErr.Message, Code: apiErr.Code, Details: details},
+		Metadata: errorMetadata{RequestID: info.id, Timestamp: formatTime(time.Now())},
+	}
+	body, encErr := json.Marshal(env, encodeOptions)
+	if encErr != nil {
+		// Details held something unencodable; send the envelope without them.
+		env.Error.Details = map[string]any{}
+		body, _ = json.Marshal(env, encodeOptions)
+	}
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSONBytes(w, status, body)
+}
+
+// fmtInternal logs an unexpected error with the request id and returns the opaque 500.
+func fmtInternal(ctx context.Context, what string, err error) *Error {
+	requestInfoFrom(ctx).log.ErrorContext(ctx, "internal error", "what", what, "err", err)
+	return errInternal
+}
+
+func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Error is the one error type the HTTP layer answers with. Handlers and middleware return
+// or write *Error values; errorStatus maps the code to the HTTP status and error.type in one
+// place, so a code can never appear with two different statuses.
+type Error struct {
+	Code    string
+	Message string
+	// Details is always sent as an object; for validation errors it carries field,
+	// expected and received.
+	Details map[string]any
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Error codes of the platform contract §2. Validation codes are INVALID_<TOP-LEVEL FIELD>,
+// built by invalidField.
+const (
+	CodeBadRequest           = "BAD_REQUEST"
+	CodeUnknownField         = "UNKNOWN_FIELD"
+	CodeUnauthorized         = "UNAUTHORIZED"
+	CodeForbidden            = "FORBIDDEN"
+	CodeNotFound             = "NOT_FOUND"
+	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
+	CodeIdempotencyKeyInUse  = "IDEMPOTENCY_KEY_IN_USE"
+	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+	CodeRateLimited          = "RATE_LIMITED"
+	CodeInternal             = "INTERNAL_ERROR"
+	CodeServiceUnavailable   = "SERVICE_UNAVAILABLE"
+)
+
+// errorStatus maps an error code to its HTTP status and error.type (platform contract §2).
+func errorStatus(code string) (int, string) {
+	switch code {
+	case CodeBadRequest:
+		return http.StatusBadRequest, "invalid_request_error"
+	case CodeUnknownField:
+		return http.StatusBadRequest, "validation_error"
+	case CodeUnauthorized:
+		return http.StatusUnauthorized, "authentication_error"
+	case CodeForbidden:
+		return http.StatusForbidden, "permission_error"
+	case CodeNotFound:
+		return http.StatusNotFound, "not_found_error"
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed, "invalid_request_error"
+	case CodeIdempotencyKeyInUse:
+		return http.StatusConflict, "idempotency_error"
+	case CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge, "invalid_request_error"
+	case CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType, "invalid_request_error"
+	case CodeIdempotencyKeyReused:
+		return http.StatusUnprocessableEntity, "idempotency_error"
+	case CodeRateLimited:
+		return http.StatusTooManyRequests, "rate_limit_error"
+	case CodeServiceUnavailable:
+		return http.StatusServiceUnavailable, "service_unavailable_error"
+	}
+	if strings.HasPrefix(code, "INVALID_") {
+		return http.StatusBadRequest, "validation_error"
+	}
+	return http.StatusInternalServerError, "api_error"
+}
+
+func newError(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: map[string]any{}}
+}
+
+// invalidField reports a validation failure of the value at path (for example
+// "events[3].timestamp"). The code is INVALID_ + the upper-cased top-level field name, as the
+// seed's INVALID_AGENT_ID; expected is the JSON type, optionally with the constraint in
+// parentheses; received is the JSON type that arrived, or "missing".
+func invalidField(path, expected, received, format string, args ...any) *Error {
+	return &Error{
+		Code:    "INVALID_" + strings.ToUpper(topLevelField(path)),
+		Message: fmt.Sprintf(format, args...),
+		Details: map[string]any{"field": path, "expected": expected, "received": received},
+	}
+}
+
+// topLevelField returns the first segment of a field path: "events[3].timestamp" → "events".
+func topLevelField(path string) string {
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+var (
+	errNotFound = func(what string) *Error {
+		return newError(CodeNotFound, "%s", what)
+	}
+	errInternal = newError(CodeInternal, "An internal error occurred. It has been logged with this request's id; retry later or contact support quoting it.")
+)

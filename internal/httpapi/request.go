@@ -1,0 +1,44 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"riskapi/internal/auth"
+)
+
+// requestInfo is what the middleware learns about a request, shared down the chain through
+// one context value: the id and start time (for the envelope), a logger that carries the id,
+// the matched route pattern (for metrics and logs) and, once authenticated, the principal.
+type requestInfo struct {
+	id        string
+	start     time.Time
+	log       *slog.Logger
+	route     string
+	principal *auth.Principal
+}
+
+type requestInfoKey struct{}
+
+func withRequestInfo(ctx context.Context, info *requestInfo) context.Context {
+	return context.WithValue(ctx, requestInfoKey{}, info)
+}
+
+// requestInfoFrom returns the request's info. Outside the middleware chain (never in
+// production) it returns a usable placeholder rather than nil.
+func requestInfoFrom(ctx context.Context) *requestInfo {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return info
+	}
+	return &requestInfo{start: time.Now(), log: slog.Default()}
+}
+
+// principalFrom returns the authenticated principal. Handlers behind authenticate() always
+// have one.
+func principalFrom(ctx context.Context) auth.Principal {
+	if p := requestInfoFrom(ctx).principal; p != nil {
+		return *p
+	}
+	return auth.Principal{}
+}

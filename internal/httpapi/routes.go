@@ -1,0 +1,21 @@
+package httpapi
+
+import (
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// routes is the whole API on one page. Patterns use Go 1.22 method+path syntax; "GET"
+// patterns also answer HEAD. Everything a client calls is under /v1; the operational
+// endpoints (/healthz, /readyz, /metrics) are outside the versioned API.
+func (s *Server) routes() {
+	// Public: no key needed, not rate limited.
+	s.mux.Handle("GET /v1", s.handleServiceInfo())
+	s.mux.Handle("GET /v1/{$}", s.handleServiceInfo())
+	s.mux.Handle("GET /v1/openapi.json", handleOpenAPI())
+	s.mux.Handle("GET /healthz", handleHealth())
+	s.mux.Handle("GET /readyz", s.handleReady())
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
+
+	// Authenticated.
+	s.mux.Handle("GET /v1/account", s.protected("", handleAccount()))
+}

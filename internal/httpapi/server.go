@@ -1,0 +1,179 @@
+// Package httpapi is the service's HTTP/JSON API: the server, its routes (routes.go lists
+// them all), the middleware every request passes through, the envelope and error mapping,
+// the one JSON decoder, and one file of handlers per resource.
+package httpapi
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"riskapi/internal/auth"
+	"riskapi/internal/ident"
+	"riskapi/internal/store"
+)
+
+// Config holds the server's dependencies and settings. Store, Auth and Logger are required.
+type Config struct {
+	Store  store.Store
+	Auth   *auth.Authenticator
+	Logger *slog.Logger
+	// Metrics receives the HTTP metrics; /metrics serves it. A nil value gets a fresh registry.
+	Metrics *prometheus.Registry
+
+	// Region is this deployment's region, "default" or "eu".
+	Region string
+	// PublicURL and EUPublicURL are the base_urls GET /v1 reports; EUPublicURL may be empty.
+	PublicURL   string
+	EUPublicURL string
+	// MaxBodyBytes caps request bodies (413 beyond it). Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Deprecation, when set, marks v1 deprecated: responses carry Deprecation, Sunset and Link.
+	Deprecation *Deprecation
+	// Version is the build's version string, reported by GET /v1.
+	Version string
+}
+
+// Deprecation announces the end of an API version (RFC 9745 Deprecation, RFC 8594 Sunset).
+type Deprecation struct {
+	At             time.Time // when the version was deprecated
+	Sunset         time.Time // when it stops answering; zero if not yet decided
+	MigrationGuide string    // URL of the migration guide, sent as Link rel="deprecation"
+}
+
+// DefaultMaxBodyBytes is the default request body limit: 64 MiB, enough for 100,000 Drift
+// events or 1,000,000 CSV rows of Meridian input.
+const DefaultMaxBodyBytes = 64 << 20
+
+// Server is the API as an http.Handler.
+type Server struct {
+	cfg     Config
+	mux     *http.ServeMux
+	metrics *httpMetrics
+}
+
+// NewServer builds the API over cfg's dependencies.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Auth == nil || cfg.Logger == nil {
+		return nil, fmt.Errorf("httpapi: Store, Auth and Logger are required")
+	}
+	if cfg.Region == "" {
+		cfg.Region = store.RegionDefault
+	}
+	if !store.ValidRegion(cfg.Region) {
+		return nil, fmt.Errorf("httpapi: unknown region %q (want default or eu)", cfg.Region)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	metrics, err := newHTTPMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics}
+	s.routes()
+	return s, nil
+}
+
+// ServeHTTP gives every request an id, a panic guard, metrics and an access log line, then
+// routes it. Unknown routes and wrong methods are answered here, in the envelope, before
+// any authentication (platform contract §1: route and method are checked first).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info := &requestInfo{id: "req_" + ident.Random(24), start: time.Now()}
+	info.log = s.cfg.Logger.With("request_id", info.id)
+	r = r.WithContext(withRequestInfo(r.Context(), info))
+	rec := &statusRecorder{ResponseWriter: w}
+	rec.Header().Set("X-Request-Id", info.id)
+	s.addDeprecationHeaders(rec.Header())
+
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v) // the handler asked to abort the connection; let net/http do it
+			}
+			info.log.Error("panic serving request", "panic", v, "stack", string(stack()))
+			if !rec.wroteHeader {
+				writeError(rec, r, errInternal)
+			}
+		}
+		s.observe(r, info, rec.status())
+	}()
+
+	_, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		info.route = "unmatched"
+		writeError(rec, r, s.unrouted(rec, r))
+		return
+	}
+	_, info.route, _ = strings.Cut(pattern, " ") // "GET /v1/account" → "/v1/account"
+	s.mux.ServeHTTP(rec, r)
+}
+
+// versionPrefix matches a path that names an API version, such as /v2/drift/analyze.
+var versionPrefix = regexp.MustCompile(`^/v[0-9]+(/|$)`)
+
+// unrouted explains why no route matched: a known path with the wrong method (405 with
+// Allow), an unsupported version, or no such path (404).
+func (s *Server) unrouted(rw http.ResponseWriter, r *http.Request) *Error {
+	probe := &headerCapture{header: http.Header{}}
+	h, _ := s.mux.Handler(r)
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		allow := probe.header.Get("Allow")
+		rw.Header().Set("Allow", allow)
+		e := newError(CodeMethodNotAllowed, "%s is not allowed on %s; allowed: %s.", r.Method, r.URL.Path, allow)
+		e.Details["allow"] = allow
+		return e
+	}
+	if m := versionPrefix.FindString(r.URL.Path); m != "" && !isV1(r.URL.Path) {
+		e := newError(CodeNotFound, "API version %s is not supported. Supported versions: v1 (base path /v1).", trimSlashes(m))
+		e.Details["supported_versions"] = []string{"v1"}
+		return e
+	}
+	return newError(CodeNotFound, "No endpoint %s %s. The API's endpoints are listed in /v1/openapi.json.", r.Method, r.URL.Path)
+}
+
+func isV1(path string) bool { return path == "/v1" || len(path) > 3 && path[:4] == "/v1/" }
+
+func trimSlashes(s string) string {
+	for len(s) > 0 && s[0] == '/' {
+		s = s[1:]
+	}
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func (s *Server) addDeprecationHeaders(h http.Header) {
+	d := s.cfg.Deprecation
+	if d == nil {
+		return
+	}
+	h.Set("Deprecation", fmt.Sprintf("@%d", d.At.Unix()))
+	if !d.Sunset.IsZero() {
+		h.Set("Sunset", d.Sunset.UTC().Format(http.TimeFormat))
+	}
+	if d.MigrationGuide != "" {
+		h.Set("Link", fmt.Sprintf("<%s>; rel=\"deprecation\"; type=\"text/html\"", d.MigrationGuide))
+	}
+}
+
+// observe records metrics and the access log line of a finished request.
+func (s *Server) observe(r *http.Request, info *requestInfo, status int) {
+	elapsed := time.Since(info.start)
+	s.metrics.observe(r.Method, info.route, status, elapsed)
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "route", info.route, "status", status, "duration_ms", elapsed.Milliseconds()}
+	if p := info.principal; p != nil {
+		attrs = append(attrs, "account", p.Account.ID, "key", p.Key.ID)
+	}
+	info.log.Info("request", attrs...)
+}

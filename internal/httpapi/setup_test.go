@@ -1,0 +1,221 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"riskapi/internal/auth"
+	"riskapi/internal/contracttest"
+	"riskapi/internal/ident"
+	"riskapi/internal/store"
+	"riskapi/internal/store/sqlite"
+)
+
+// testClock is a settable clock for the authenticator, so cache expiry is tested without sleeping.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// bundle is one test's server over a real SQLite store, with an account and its keys.
+type bundle struct {
+	t        *testing.T
+	store    store.Store
+	auth     *auth.Authenticator
+	clock    *testClock
+	server   *Server
+	http     *httptest.Server
+	contract *contracttest.Contract
+	account  store.Account
+	testKey  string
+	liveKey  string
+	logs     *logBuffer
+}
+
+// setup starts a server; edit adjusts its Config before it is built, and mount adds
+// routes that exist only in tests.
+func setup(t *testing.T, edit func(*Config), mount func(*Server)) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clock := &testClock{now: time.Now()}
+	logs := &logBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	b := &bundle{t: t, store: st, clock: clock, logs: logs, contract: contracttest.Load(t)}
+	b.auth = auth.NewAuthenticator(st, clock.Now, logger)
+	cfg := Config{Store: st, Auth: b.auth, Logger: logger, PublicURL: "http://api.test"}
+	if edit != nil {
+		edit(&cfg)
+	}
+	b.server, err = NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mount != nil {
+		mount(b.server)
+	}
+	b.http = httptest.NewServer(b.server)
+	t.Cleanup(b.http.Close)
+
+	b.account = store.Account{ID: ident.New("acct"), Name: "Acme", Email: "risk@acme.test",
+		Plan: store.PlanStarter, Region: store.RegionDefault, CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	if err := st.CreateAccount(ctx, b.account); err != nil {
+		t.Fatal(err)
+	}
+	b.testKey = b.newKey(auth.KeyParams{Type: store.KeyTest, Name: "ci"})
+	b.liveKey = b.newKey(auth.KeyParams{Type: store.KeyLive})
+	return b
+}
+
+// newKey stores a key for the bundle's account and returns the secret.
+func (b *bundle) newKey(p auth.KeyParams) string {
+	b.t.Helper()
+	p.AccountID = b.account.ID
+	k, secret, err := auth.NewAPIKey(p, b.clock.Now())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := b.store.CreateAPIKey(context.Background(), k); err != nil {
+		b.t.Fatal(err)
+	}
+	return secret
+}
+
+// response is one observed exchange, already checked against the contract.
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   map[string]any
+}
+
+// do sends a request and checks the response against api/openapi.yaml.
+func (b *bundle) do(method, path string, body io.Reader, header map[string]string) response {
+	b.t.Helper()
+	req, err := http.NewRequest(method, b.http.URL+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := b.http.Client().Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	r := response{status: res.StatusCode, header: res.Header, raw: raw}
+	testOnlySuccess := strings.HasPrefix(path, "/v1/_test/") && res.StatusCode < 400
+	if !testOnlySuccess {
+		b.contract.Check(b.t, req, res.StatusCode, res.Header, raw)
+	}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &r.body); err != nil {
+			b.t.Fatalf("%s %s: body is not a JSON object: %v\n%s", method, path, err, raw)
+		}
+	}
+	if testOnlySuccess {
+		// Routes that exist only in tests are not in the contract: their errors are checked
+		// against the error envelope above, their successes against the envelope here.
+		r.wantSuccess(b.t)
+	}
+	return r
+}
+
+// get sends GET with the key (none when key is "").
+func (b *bundle) get(path, key string) response {
+	b.t.Helper()
+	h := map[string]string{}
+	if key != "" {
+		h["Authorization"] = "Bearer " + key
+	}
+	return b.do(http.MethodGet, path, nil, h)
+}
+
+// field digs a value out of a decoded body by a dotted path ("error.details.field").
+func (r response) field(path string) any {
+	var v any = r.body
+	for _, part := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[part]
+	}
+	return v
+}
+
+// wantError asserts an error envelope with this status, type and code.
+func (r response) wantError(t *testing.T, status int, typ, code string) {
+	t.Helper()
+	if r.status != status || r.field("error.type") != typ || r.field("error.code") != code {
+		t.Fatalf("got %d %v %v, want %d %s %s\n%s", r.status, r.field("error.type"), r.field("error.code"), status, typ, code, r.raw)
+	}
+	if r.field("success") != false {
+		t.Fatalf("error envelope without success:false: %s", r.raw)
+	}
+	if id, _ := r.field("metadata.request_id").(string); id == "" || id != r.header.Get("X-Request-Id") {
+		t.Fatalf("metadata.request_id %q does not match X-Request-Id %q", id, r.header.Get("X-Request-Id"))
+	}
+}
+
+// wantSuccess asserts the success envelope's shape.
+func (r response) wantSuccess(t *testing.T) {
+	t.Helper()
+	if r.field("success") != true || r.body["data"] == nil {
+		t.Fatalf("not a success envelope: %s", r.raw)
+	}
+	if id, _ := r.field("metadata.request_id").(string); id == "" || id != r.header.Get("X-Request-Id") {
+		t.Fatalf("metadata.request_id %q does not match X-Request-Id", id)
+	}
+	if _, ok := r.field("metadata.processing_time_ms").(float64); !ok {
+		t.Fatalf("no processing_time_ms: %s", r.raw)
+	}
+}
+
+// logBuffer collects the server's log lines; handlers write it concurrently with the test.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}

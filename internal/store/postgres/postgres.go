@@ -1,0 +1,141 @@
+// Package postgres is the PostgreSQL store, selected by a postgres:// database URL. It shares
+// its implementation with the embedded store (package sqlstore) and lets several service
+// instances use one database.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"riskapi/internal/store"
+	"riskapi/internal/store/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Pool limits. 20 connections per instance leaves room for several instances under
+// PostgreSQL's default max_connections of 100; idle connections are closed after 5 minutes and
+// every connection is replaced after 30 so that a failover or a changed DNS name is picked up.
+const (
+	maxOpenConns    = 20
+	maxIdleConns    = 5
+	connMaxIdleTime = 5 * time.Minute
+	connMaxLifetime = 30 * time.Minute
+)
+
+// connectTimeout applies when the URL sets no connect_timeout: long enough for a TLS handshake
+// across regions, short enough that a wrong host fails `riskapi serve` promptly.
+const connectTimeout = 10 * time.Second
+
+// Advisory lock keys. Advisory locks are scoped to one database, so these only need to differ
+// from each other and from any other application's keys in the same database.
+const (
+	// migrationLockID is held for a session while goose migrates: the 64-bit FNV-1a hash of
+	// "riskapi.migrate" (goose's own default key, 4097083626, is shared by every goose user).
+	migrationLockID int64 = 0x193dc3cf749aaecd
+	// bootstrapLockID is held for Bootstrap's transaction: FNV-1a of "riskapi.bootstrap".
+	bootstrapLockID int64 = 0x4e30d95248e2a266
+)
+
+// SQLSTATE codes, https://www.postgresql.org/docs/current/errcodes-appendix.html.
+const (
+	uniqueViolation     = "23505"
+	foreignKeyViolation = "23503"
+)
+
+var dialect = sqlstore.Dialect{
+	Name:                  "postgres",
+	NumberedPlaceholders:  true,
+	IsUniqueViolation:     func(err error) bool { return sqlState(err) == uniqueViolation },
+	IsForeignKeyViolation: func(err error) bool { return sqlState(err) == foreignKeyViolation },
+	// Two instances on one empty database could both see "no account" under READ COMMITTED
+	// and both insert; the transaction-level advisory lock makes the second wait for the
+	// first's commit. It is released by the commit or rollback.
+	LockBootstrap: func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, bootstrapLockID)
+		return err
+	},
+}
+
+// Open connects to the database at url (postgres://user:pass@host:port/db?sslmode=…), applies
+// pending migrations and returns the store. Every Open migrates; that is idempotent, and
+// instances starting together on one database take turns under a session advisory lock.
+func Open(ctx context.Context, url string) (store.Store, error) {
+	db, err := openDB(url)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := migrate(ctx, db); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return sqlstore.New(db, db, dialect), nil
+}
+
+// Migrate applies pending migrations to the database at url without keeping the store open
+// (the `riskapi migrate` command) and returns the schema version it is at afterwards.
+func Migrate(ctx context.Context, url string) (version int64, err error) {
+	db, err := openDB(url)
+	if err != nil {
+		return 0, err
+	}
+	version, err = migrate(ctx, db)
+	if cerr := db.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("postgres migrate: close: %w", cerr)
+	}
+	return version, err
+}
+
+// openDB parses url and returns a pool on it. The URL's password never appears in errors:
+// pgx's parse errors redact it.
+func openDB(url string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres open: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = connectTimeout
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxIdleTime(connMaxIdleTime)
+	db.SetConnMaxLifetime(connMaxLifetime)
+	return db, nil
+}
+
+// migrate applies the embedded migrations under a session advisory lock. goose retries the
+// lock every second for up to 300 tries (5 minutes), so a second instance waits for the first
+// one's migration instead of failing; goose's default retry period, 5 s, would make every
+// contended start take at least that long.
+func migrate(ctx context.Context, db *sql.DB) (int64, error) {
+	fsys, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return 0, fmt.Errorf("postgres migrate: %w", err)
+	}
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return 0, fmt.Errorf("postgres migrate: %w", err)
+	}
+	return sqlstore.Migrate(ctx, db, goose.DialectPostgres, fsys, goose.WithSessionLocker(locker))
+}
+
+// sqlState returns the SQLSTATE carried by err, or "".
+func sqlState(err error) string {
+	var e *pgconn.PgError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}

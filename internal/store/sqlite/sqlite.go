@@ -1,0 +1,238 @@
+// Package sqlite is the embedded store, the default: one SQLite file, <dir>/riskapi.db, opened
+// with the pure-Go modernc.org/sqlite driver, so the binary needs no C toolchain and no server.
+// A server and any number of command-line processes may use the same directory at once.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"riskapi/internal/store"
+	"riskapi/internal/store/sqlstore"
+)
+
+// FileName is the database file inside the data directory. SQLite keeps FileName-wal and
+// FileName-shm beside it while connections are open.
+const FileName = "riskapi.db"
+
+// migrationLockName is an empty SQLite database in the data directory used only for its file
+// lock: holding an exclusive transaction on it serialises migrations between processes.
+const migrationLockName = "migrate.lock"
+
+// busyTimeoutMS is how long a statement waits for another connection's lock before failing
+// with SQLITE_BUSY: 5000 ms covers any write transaction of this service many times over,
+// while a stuck process still surfaces as an error rather than a hang.
+const busyTimeoutMS = 5000
+
+// migrationLockWait bounds how long Open waits for another process's migration to finish.
+const migrationLockWait = 2 * time.Minute
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// dialect: placeholders stay "?"; constraint violations are recognised by SQLite's extended
+// result codes, which modernc.org/sqlite enables on every connection.
+var dialect = sqlstore.Dialect{
+	Name: "sqlite",
+	IsUniqueViolation: func(err error) bool {
+		code := errorCode(err)
+		return code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	},
+	IsForeignKeyViolation: func(err error) bool {
+		return errorCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	},
+	// No LockBootstrap: the writer begins every transaction with BEGIN IMMEDIATE, which takes
+	// the database's write lock at once, so no other connection, in this process or another,
+	// can insert an account between Bootstrap's check and its inserts.
+}
+
+// Open creates dir if needed, opens <dir>/riskapi.db, applies pending migrations and returns
+// the store. Every Open migrates; that is idempotent, and concurrent Opens of one directory
+// (a server starting while a command runs) take turns on a lock file, so each finds the
+// schema either untouched or complete.
+//
+// Writes go through one connection, because SQLite allows one writer at a time and a pool of
+// writers would only queue on SQLITE_BUSY; its transactions begin IMMEDIATE so they never have
+// to upgrade a read lock, the upgrade that fails with SQLITE_BUSY without waiting. Reads use a
+// pool of max(4, GOMAXPROCS) read-only connections, which WAL lets run beside the writer.
+func Open(ctx context.Context, dir string) (store.Store, error) {
+	path, err := databasePath(dir)
+	if err != nil {
+		return nil, err
+	}
+	writer, err := openWriter(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := migrate(ctx, dir, writer); err != nil {
+		return nil, errors.Join(err, writer.Close())
+	}
+	reader, err := openReader(path)
+	if err != nil {
+		return nil, errors.Join(err, writer.Close())
+	}
+	s := sqlstore.New(writer, reader, dialect)
+	if err := s.Ping(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite open %s: %w", path, err), s.Close())
+	}
+	return s, nil
+}
+
+// Migrate creates dir if needed and applies pending migrations to <dir>/riskapi.db without
+// keeping the store open (the `riskapi migrate` command). It returns the schema version the
+// database is at afterwards.
+func Migrate(ctx context.Context, dir string) (version int64, err error) {
+	path, err := databasePath(dir)
+	if err != nil {
+		return 0, err
+	}
+	writer, err := openWriter(path)
+	if err != nil {
+		return 0, err
+	}
+	version, err = migrate(ctx, dir, writer)
+	if cerr := writer.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("sqlite migrate %s: close: %w", path, cerr)
+	}
+	return version, err
+}
+
+// databasePath creates dir (owner-only: the database holds key hashes and customer data) and
+// returns the absolute path of the database file.
+func databasePath(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("sqlite open: empty data directory")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("sqlite open: create data directory: %w", err)
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, FileName))
+	if err != nil {
+		return "", fmt.Errorf("sqlite open: %w", err)
+	}
+	return abs, nil
+}
+
+// dsn builds a file: URI for path with the given pragmas and driver options. The pragmas are
+// DSN parameters, not statements run once, because the driver runs them on every connection
+// it opens, and database/sql opens connections whenever it likes.
+func dsn(path string, pragmas []string, options url.Values) string {
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	for k, vs := range options {
+		q[k] = vs
+	}
+	// EscapedPath percent-encodes "?", "#" and "%" in the path, which SQLite's URI parser decodes.
+	return "file:" + (&url.URL{Path: filepath.ToSlash(path)}).EscapedPath() + "?" + q.Encode()
+}
+
+func openWriter(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(path, []string{
+		fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
+		// WAL lets readers run beside the writer and is persistent in the file; every
+		// process's writer asks for it, so whichever creates the file sets it.
+		"journal_mode(WAL)",
+		"foreign_keys(1)",
+		// NORMAL is durable in WAL mode except for the last transactions before a power
+		// loss (never corrupting), and saves an fsync per commit.
+		"synchronous(NORMAL)",
+	}, url.Values{"_txlock": {"immediate"}}))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite open writer %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	// Keep the one connection for the life of the store: reopening costs a file open and the
+	// pragmas, and an idle writer holds no lock.
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}
+
+func openReader(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(path, []string{
+		fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
+		"foreign_keys(1)",
+		// query_only rather than mode=ro: a read-only open cannot create the WAL index
+		// (riskapi.db-shm) when it is missing, query_only just refuses writes.
+		"query_only(1)",
+	}, nil))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite open reader %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	return db, nil
+}
+
+// migrate applies the embedded migrations through db while holding the migration lock of dir.
+//
+// goose has no lock for SQLite, and its Up reads the applied versions before it applies the
+// missing ones, each in its own transaction; two processes migrating a fresh directory at once
+// would both try to create the tables, and one would fail. The lock makes the second wait and
+// then find nothing to do.
+func migrate(ctx context.Context, dir string, db *sql.DB) (int64, error) {
+	fsys, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return 0, fmt.Errorf("sqlite migrate: %w", err)
+	}
+	unlock, err := lockMigrations(ctx, filepath.Join(dir, migrationLockName))
+	if err != nil {
+		return 0, err
+	}
+	version, err := sqlstore.Migrate(ctx, db, goose.DialectSQLite3, fsys)
+	return version, errors.Join(err, unlock())
+}
+
+// lockMigrations takes an exclusive transaction on the SQLite database at path and returns the
+// function that releases it. SQLite's lock is an operating-system file lock, so it works
+// wherever SQLite does and is released by the operating system if the process dies mid-way:
+// a crash never leaves a stale lock behind.
+func lockMigrations(ctx context.Context, path string) (unlock func() error, err error) {
+	db, err := sql.Open("sqlite", dsn(path, []string{fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS)},
+		url.Values{"_txlock": {"exclusive"}}))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite migration lock: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	deadline := time.Now().Add(migrationLockWait)
+	for {
+		// BEGIN EXCLUSIVE waits busy_timeout for the lock, then fails with SQLITE_BUSY; try
+		// again until ctx ends or migrationLockWait is over. The transaction must outlive ctx
+		// (database/sql rolls a transaction back when its context ends), hence WithoutCancel.
+		tx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
+		if err == nil {
+			return func() error {
+				return errors.Join(tx.Rollback(), db.Close())
+			}, nil
+		}
+		if errorCode(err)&0xff != sqlite3.SQLITE_BUSY || ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, errors.Join(fmt.Errorf("sqlite migration lock %s: %w", path, err), ctx.Err(), db.Close())
+		}
+	}
+}
+
+// errorCode returns the SQLite extended result code carried by err, or 0.
+func errorCode(err error) int {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return 0
+}

@@ -1,0 +1,144 @@
+// Package store defines the service's persistent objects and the Store interface that the
+// embedded SQLite store (the default) and the PostgreSQL store both implement. The HTTP layer
+// and the command line depend only on this package; storetest holds the conformance suite
+// that every implementation must pass.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned by every Store implementation. Callers test them with errors.Is.
+var (
+	// ErrNotFound: no object with that id (or key hash) exists.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a unique constraint was violated (an id or key hash already exists).
+	ErrConflict = errors.New("store: conflict")
+)
+
+// Plan is an account's billing plan; it selects the hourly rate limits per product.
+type Plan string
+
+const (
+	PlanFreeTrial    Plan = "free_trial"
+	PlanStarter      Plan = "starter"
+	PlanProfessional Plan = "professional"
+	PlanEnterprise   Plan = "enterprise"
+)
+
+// Plans lists every plan in the order of the seed's limit table.
+var Plans = []Plan{PlanFreeTrial, PlanStarter, PlanProfessional, PlanEnterprise}
+
+// Valid reports whether p is one of Plans.
+func (p Plan) Valid() bool {
+	for _, q := range Plans {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// Region names a deployment's data region. Data of one region lives only in its own store.
+const (
+	RegionDefault = "default"
+	RegionEU      = "eu"
+)
+
+// ValidRegion reports whether r is a known region.
+func ValidRegion(r string) bool { return r == RegionDefault || r == RegionEU }
+
+// Account is a customer. Every other object belongs to exactly one account.
+type Account struct {
+	ID     string // acct_…
+	Name   string
+	Email  string
+	Plan   Plan
+	Region string
+	// CustomLimits overrides the plan's requests per hour for a product ("cascade" → 10000).
+	// Empty for most accounts.
+	CustomLimits map[string]int64
+	CreatedAt    time.Time
+}
+
+// KeyType is the kind of API key, visible in its prefix.
+type KeyType string
+
+const (
+	KeyLive       KeyType = "live"       // sk_live_: production, every scope
+	KeyTest       KeyType = "test"       // sk_test_: sandboxed, every scope
+	KeyRestricted KeyType = "restricted" // sk_rstr_: the scopes given at creation, either mode
+)
+
+// Valid reports whether t is a known key type.
+func (t KeyType) Valid() bool { return t == KeyLive || t == KeyTest || t == KeyRestricted }
+
+// Mode separates production data from the sandbox. Objects of one mode are invisible to the other.
+type Mode string
+
+const (
+	ModeLive Mode = "live"
+	ModeTest Mode = "test"
+)
+
+// Valid reports whether m is a known mode.
+func (m Mode) Valid() bool { return m == ModeLive || m == ModeTest }
+
+// APIKey is a stored key. The key itself is never stored: only its SHA-256 (Hash) and the
+// parts needed to show it again as "sk_live_…wxyz" (Prefix, Last4).
+type APIKey struct {
+	ID        string // key_…
+	AccountID string
+	Type      KeyType
+	Mode      Mode
+	Name      string
+	// Scopes the key holds, as granted (for example "drift:*" stays "drift:*").
+	Scopes []string
+	// RateLimit is an optional per-key ceiling in requests per hour; 0 means none.
+	RateLimit int64
+	// Hash is the lower-case hex SHA-256 of the full key; unique across the store.
+	Hash       string
+	Prefix     string // "sk_live_", "sk_test_" or "sk_rstr_"
+	Last4      string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+	ExpiresAt  *time.Time
+}
+
+// Store is the persistence the service needs. Implementations are safe for concurrent use
+// and keep times with millisecond precision in UTC.
+type Store interface {
+	// Ping checks that the store answers; /readyz uses it.
+	Ping(ctx context.Context) error
+	// Close releases connections. The store is unusable afterwards.
+	Close() error
+
+	// CreateAccount inserts a new account. ErrConflict if the id exists.
+	CreateAccount(ctx context.Context, a Account) error
+	// Account returns the account with that id, or ErrNotFound.
+	Account(ctx context.Context, id string) (Account, error)
+	// Bootstrap inserts the account and key in one transaction if, and only if, the store
+	// holds no account yet. It reports whether it inserted them; concurrent callers on one
+	// store never insert twice.
+	Bootstrap(ctx context.Context, a Account, k APIKey) (bool, error)
+
+	// CreateAPIKey inserts a key. ErrNotFound if its account does not exist; ErrConflict if
+	// the id or hash exists.
+	CreateAPIKey(ctx context.Context, k APIKey) error
+	// APIKey returns the key with that id, or ErrNotFound.
+	APIKey(ctx context.Context, id string) (APIKey, error)
+	// APIKeyByHash returns the key whose Hash equals hash, revoked or not, or ErrNotFound.
+	APIKeyByHash(ctx context.Context, hash string) (APIKey, error)
+	// ListAPIKeys returns an account's keys, newest first (created_at, then id, descending).
+	ListAPIKeys(ctx context.Context, accountID string) ([]APIKey, error)
+	// RevokeAPIKey sets RevokedAt to at unless the key is already revoked, and returns the
+	// key as stored afterwards (an earlier revocation time is kept). ErrNotFound if absent.
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) (APIKey, error)
+	// TouchAPIKeys records last-use times for many keys in one transaction. A time older
+	// than the stored LastUsedAt is ignored, so out-of-order flushes never move it back.
+	// Unknown ids are ignored.
+	TouchAPIKeys(ctx context.Context, lastUsed map[string]time.Time) error
+}
