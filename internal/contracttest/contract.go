@@ -54,6 +54,10 @@ func Load(t testing.TB) *Contract {
 	return c
 }
 
+// Shared returns the same process-wide contract as Load, for callers without a testing.TB
+// such as a TestMain that checks Unexercised after m.Run.
+func Shared() (*Contract, error) { return load() }
+
 func newContract(yaml []byte) (*Contract, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(yaml)

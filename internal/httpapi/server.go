@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -108,7 +109,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	_, pattern := s.mux.Handler(r)
-	if pattern == "" {
+	if pattern == "" || !isCanonicalPath(r.URL.Path) {
 		info.route = "unmatched"
 		writeError(rec, r, s.unrouted(rec, r))
 		return
@@ -123,6 +124,12 @@ var versionPrefix = regexp.MustCompile(`^/v[0-9]+(/|$)`)
 // unrouted explains why no route matched: a known path with the wrong method (405 with
 // Allow), an unsupported version, or no such path (404).
 func (s *Server) unrouted(rw http.ResponseWriter, r *http.Request) *Error {
+	if !isCanonicalPath(r.URL.Path) {
+		// The mux would answer with a redirect page; an API client is better served by an
+		// envelope that names the path it meant.
+		e := newError(CodeNotFound, "No endpoint at %s; paths have no empty, . or .. segments (did you mean %s?).", r.URL.Path, canonicalPath(r.URL.Path))
+		return e
+	}
 	probe := &headerCapture{header: http.Header{}}
 	h, _ := s.mux.Handler(r)
 	h.ServeHTTP(probe, r)
@@ -140,6 +147,18 @@ func (s *Server) unrouted(rw http.ResponseWriter, r *http.Request) *Error {
 	}
 	return newError(CodeNotFound, "No endpoint %s %s. The API's endpoints are listed in /v1/openapi.json.", r.Method, r.URL.Path)
 }
+
+// canonicalPath cleans a path the way http.ServeMux does: no empty, "." or ".." segments,
+// a trailing slash kept.
+func canonicalPath(p string) string {
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean
+}
+
+func isCanonicalPath(p string) bool { return p == canonicalPath(p) }
 
 func isV1(path string) bool { return path == "/v1" || len(path) > 3 && path[:4] == "/v1/" }
 

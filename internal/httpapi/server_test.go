@@ -110,7 +110,7 @@ func TestMetricsCountRequestsByRoutePattern(t *testing.T) {
 func TestUnknownRoutesAndVersions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
-	for _, path := range []string{"/v1/nope", "/nope", "/", "/v1/account/extra"} {
+	for _, path := range []string{"/v1/nope", "/nope", "/", "/v1/account/extra", "/v1//account", "/v1/./account", "/v1/x/../account"} {
 		b.get(path, b.testKey).wantError(t, http.StatusNotFound, "not_found_error", CodeNotFound)
 	}
 	for _, path := range []string{"/v2/account", "/v2", "/v0/drift/analyze"} {
