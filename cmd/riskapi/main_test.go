@@ -205,7 +205,9 @@ func TestBlackBoxOnPostgres(t *testing.T) {
 // the command line authenticate; revoked, expired, mistyped, missing and Bearer-less keys
 // get 401 in the envelope; unknown routes, other versions and wrong methods get 404/405.
 func blackBox(t *testing.T, e env) {
-	cli(t, e, "migrate")
+	if out := cli(t, e, "migrate"); !strings.Contains(out, "schema version 1") {
+		t.Fatalf("migrate printed %q", out)
+	}
 	var acct struct{ ID string }
 	if err := json.Unmarshal([]byte(cli(t, e, "accounts", "create", "--name", "Acme", "--email", "risk@acme.test", "--plan", "starter", "--json")), &acct); err != nil || !strings.HasPrefix(acct.ID, "acct_") {
 		t.Fatalf("accounts create --json: %v %q", err, acct.ID)

@@ -103,14 +103,41 @@ func (s *storeSettings) open(ctx context.Context) (store.Store, error) {
 		}
 		return st, nil
 	}
-	if !strings.HasPrefix(s.databaseURL, "postgres://") && !strings.HasPrefix(s.databaseURL, "postgresql://") {
-		return nil, usagef("RISKAPI_DATABASE_URL must be a postgres:// URL")
+	if err := s.checkURL(); err != nil {
+		return nil, err
 	}
 	st, err := postgres.Open(ctx, s.databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL store: %w", err)
 	}
 	return st, nil
+}
+
+// describe names the store for the start-up line, without credentials.
+func (s *storeSettings) describe() string {
+	if s.embedded() {
+		return "embedded SQLite in " + s.dataDir
+	}
+	return "PostgreSQL"
+}
+
+// migrate applies pending migrations to the chosen store without keeping it open.
+func (s *storeSettings) migrate(ctx context.Context) (int64, error) {
+	if s.embedded() {
+		return sqlite.Migrate(ctx, s.dataDir)
+	}
+	if err := s.checkURL(); err != nil {
+		return 0, err
+	}
+	return postgres.Migrate(ctx, s.databaseURL)
+}
+
+// checkURL refuses a RISKAPI_DATABASE_URL that is not a PostgreSQL URL.
+func (s *storeSettings) checkURL() error {
+	if !strings.HasPrefix(s.databaseURL, "postgres://") && !strings.HasPrefix(s.databaseURL, "postgresql://") {
+		return usagef("RISKAPI_DATABASE_URL must be a postgres:// URL")
+	}
+	return nil
 }
 
 func envOr(getenv func(string) string, name, fallback string) string {
@@ -138,8 +165,19 @@ var errHelp = errors.New("help requested")
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage of %s:\n", name)
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, storeHelp)
+	}
 	return fs
 }
+
+// storeHelp ends every command's --help: the store is chosen by environment as well as --data.
+const storeHelp = `
+Store: the embedded SQLite store in --data is the default. Set RISKAPI_DATABASE_URL to a
+postgres:// URL to use PostgreSQL instead (kept out of flags so the password never shows in ps).
+`
 
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("riskapi migrate", stderr)
@@ -148,12 +186,11 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := parseFlags(fs, args); err != nil {
 		return helpOK(err)
 	}
-	st, err := ss.open(ctx)
+	version, err := ss.migrate(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	fmt.Fprintln(stdout, "store migrated")
+	fmt.Fprintf(stdout, "Migrated the store (%s) to schema version %d\n", ss.describe(), version)
 	return nil
 }
 

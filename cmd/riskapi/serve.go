@@ -31,19 +31,16 @@ const (
 )
 
 type serveConfig struct {
-	store          storeSettings
-	addr           string
-	noBootstrap    bool
-	region         string
-	publicURL      string
-	euPublicURL    string
-	maxBodyBytes   int64
-	shutdown       time.Duration
-	logLevel       slog.Level
-	deprecation    *httpapi.Deprecation
-	deprecationSet string
-	sunsetSet      string
-	migrationGuide string
+	store        storeSettings
+	addr         string
+	noBootstrap  bool
+	region       string
+	publicURL    string
+	euPublicURL  string
+	maxBodyBytes int64
+	shutdown     time.Duration
+	logLevel     slog.Level
+	deprecation  *httpapi.Deprecation
 }
 
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -62,9 +59,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&shutdown, "shutdown-timeout", shutdown, "how long shutdown waits for in-flight requests (env RISKAPI_SHUTDOWN_TIMEOUT)")
 	logLevel := envOr(getenv, "RISKAPI_LOG_LEVEL", "info")
 	fs.StringVar(&logLevel, "log-level", logLevel, "debug, info, warn or error (env RISKAPI_LOG_LEVEL)")
-	fs.StringVar(&c.deprecationSet, "deprecated-at", getenv("RISKAPI_DEPRECATED_AT"), "mark v1 deprecated since this RFC 3339 time (env RISKAPI_DEPRECATED_AT)")
-	fs.StringVar(&c.sunsetSet, "sunset-at", getenv("RISKAPI_SUNSET_AT"), "with --deprecated-at: when v1 stops answering, RFC 3339 (env RISKAPI_SUNSET_AT)")
-	fs.StringVar(&c.migrationGuide, "migration-guide", getenv("RISKAPI_MIGRATION_GUIDE_URL"), "with --deprecated-at: migration guide URL (env RISKAPI_MIGRATION_GUIDE_URL)")
+	deprecatedAt := fs.String("deprecated-at", getenv("RISKAPI_DEPRECATED_AT"), "mark v1 deprecated since this RFC 3339 time (env RISKAPI_DEPRECATED_AT)")
+	sunsetAt := fs.String("sunset-at", getenv("RISKAPI_SUNSET_AT"), "with --deprecated-at: when v1 stops answering, RFC 3339 (env RISKAPI_SUNSET_AT)")
+	migrationGuide := fs.String("migration-guide", getenv("RISKAPI_MIGRATION_GUIDE_URL"), "with --deprecated-at: migration guide URL (env RISKAPI_MIGRATION_GUIDE_URL)")
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
@@ -85,14 +82,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, usagef("log level %q: want debug, info, warn or error", logLevel)
 	}
-	if c.deprecationSet != "" {
-		d := &httpapi.Deprecation{MigrationGuide: c.migrationGuide}
-		if d.At, err = time.Parse(time.RFC3339, c.deprecationSet); err != nil {
-			return c, usagef("deprecated-at %q: want an RFC 3339 time", c.deprecationSet)
+	if *deprecatedAt != "" {
+		d := &httpapi.Deprecation{MigrationGuide: *migrationGuide}
+		if d.At, err = time.Parse(time.RFC3339, *deprecatedAt); err != nil {
+			return c, usagef("deprecated-at %q: want an RFC 3339 time", *deprecatedAt)
 		}
-		if c.sunsetSet != "" {
-			if d.Sunset, err = time.Parse(time.RFC3339, c.sunsetSet); err != nil {
-				return c, usagef("sunset-at %q: want an RFC 3339 time", c.sunsetSet)
+		if *sunsetAt != "" {
+			if d.Sunset, err = time.Parse(time.RFC3339, *sunsetAt); err != nil {
+				return c, usagef("sunset-at %q: want an RFC 3339 time", *sunsetAt)
 			}
 		}
 		c.deprecation = d
@@ -142,7 +139,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		EUPublicURL:  cfg.euPublicURL,
 		MaxBodyBytes: cfg.maxBodyBytes,
 		Deprecation:  cfg.deprecation,
-		Version:      buildVersion(),
 	})
 	if err != nil {
 		return err
@@ -183,14 +179,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	wg.Wait()
 	logger.Info("stopped")
 	return err
-}
-
-// describe names the store for the start-up line, without credentials.
-func (s *storeSettings) describe() string {
-	if s.embedded() {
-		return "embedded SQLite in " + s.dataDir
-	}
-	return "PostgreSQL"
 }
 
 // bootstrapDemo creates a demo account and a test key on an empty store and prints the

@@ -95,9 +95,6 @@ func topLevelField(path string) string {
 	return path
 }
 
-var (
-	errNotFound = func(what string) *Error {
-		return newError(CodeNotFound, "%s", what)
-	}
-	errInternal = newError(CodeInternal, "An internal error occurred. It has been logged with this request's id; retry later or contact support quoting it.")
-)
+// errInternal is the one answer to every unexpected error: it says nothing of the cause,
+// which is logged with the request id instead.
+var errInternal = newError(CodeInternal, "An internal error occurred. It has been logged with this request's id; retry later or contact support quoting it.")

@@ -36,8 +36,6 @@ type Config struct {
 	MaxBodyBytes int64
 	// Deprecation, when set, marks v1 deprecated: responses carry Deprecation, Sunset and Link.
 	Deprecation *Deprecation
-	// Version is the build's version string, reported by GET /v1.
-	Version string
 }
 
 // Deprecation announces the end of an API version (RFC 9745 Deprecation, RFC 8594 Sunset).
@@ -127,8 +125,7 @@ func (s *Server) unrouted(rw http.ResponseWriter, r *http.Request) *Error {
 	if !isCanonicalPath(r.URL.Path) {
 		// The mux would answer with a redirect page; an API client is better served by an
 		// envelope that names the path it meant.
-		e := newError(CodeNotFound, "No endpoint at %s; paths have no empty, . or .. segments (did you mean %s?).", r.URL.Path, canonicalPath(r.URL.Path))
-		return e
+		return newError(CodeNotFound, "No endpoint at %s; paths have no empty, . or .. segments (did you mean %s?).", r.URL.Path, canonicalPath(r.URL.Path))
 	}
 	probe := &headerCapture{header: http.Header{}}
 	h, _ := s.mux.Handler(r)
