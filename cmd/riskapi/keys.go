@@ -153,7 +153,9 @@ func runKeysList(ctx context.Context, args []string, getenv func(string) string,
 		}
 		return err
 	}
-	keys, err := st.ListAPIKeys(ctx, *account)
+	keys, err := store.CollectAll(func(q store.PageQuery) (store.Page[store.APIKey], error) {
+		return st.ListAPIKeys(ctx, *account, q)
+	}, store.KeyPosition)
 	if err != nil {
 		return fmt.Errorf("list keys: %w", err)
 	}

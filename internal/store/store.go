@@ -132,8 +132,9 @@ type Store interface {
 	APIKey(ctx context.Context, id string) (APIKey, error)
 	// APIKeyByHash returns the key whose Hash equals hash, revoked or not, or ErrNotFound.
 	APIKeyByHash(ctx context.Context, hash string) (APIKey, error)
-	// ListAPIKeys returns an account's keys, newest first (created_at, then id, descending).
-	ListAPIKeys(ctx context.Context, accountID string) ([]APIKey, error)
+	// ListAPIKeys returns a page of an account's keys, newest first (created_at, then id,
+	// descending). An unknown account has no keys.
+	ListAPIKeys(ctx context.Context, accountID string, q PageQuery) (Page[APIKey], error)
 	// RevokeAPIKey sets RevokedAt to at unless the key is already revoked, and returns the
 	// key as stored afterwards (an earlier revocation time is kept). ErrNotFound if absent.
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) (APIKey, error)
@@ -141,4 +142,31 @@ type Store interface {
 	// than the stored LastUsedAt is ignored, so out-of-order flushes never move it back.
 	// Unknown ids are ignored.
 	TouchAPIKeys(ctx context.Context, lastUsed map[string]time.Time) error
+
+	// BeginIdempotent claims k for one execution, or reports why it cannot. It returns
+	// IdempotencyStarted with a token when no live record of k exists, when the record has
+	// expired (older than p.ExpireAfter), or when an in-flight record of the same request is
+	// older than p.ReclaimAfter; IdempotencyCompleted with the stored response when the same
+	// request finished; IdempotencyInFlight while it runs; IdempotencyMismatch when the live
+	// record has another fingerprint. Of any number of concurrent callers with one key,
+	// exactly one is Started.
+	BeginIdempotent(ctx context.Context, k IdempotencyKey, p IdempotencyPolicy, now time.Time) (state IdempotencyState, token string, resp StoredResponse, err error)
+	// CompleteIdempotent stores the response of the execution holding token. ErrNotFound if
+	// the token no longer holds the key (the record was reclaimed or purged).
+	CompleteIdempotent(ctx context.Context, k IdempotencyKey, token string, resp StoredResponse, now time.Time) error
+	// ReleaseIdempotent forgets the in-flight record held by token, so a retry executes
+	// again (after a 5xx). Releasing a record the token no longer holds does nothing.
+	ReleaseIdempotent(ctx context.Context, k IdempotencyKey, token string) error
+	// PurgeIdempotency deletes records created before before and returns how many.
+	PurgeIdempotency(ctx context.Context, before time.Time) (int64, error)
+
+	// AddUsage adds the units of every entry to the stored daily totals, in one transaction.
+	AddUsage(ctx context.Context, units []UsageUnits) error
+	// Usage returns an account's daily totals for the UTC days from..to inclusive, ordered
+	// by day, product and endpoint.
+	Usage(ctx context.Context, accountID string, from, to time.Time) ([]UsageUnits, error)
+
+	// Secret returns the secret stored under name, storing candidate first if there is
+	// none; every process sharing the store gets the same value.
+	Secret(ctx context.Context, name string, candidate []byte) ([]byte, error)
 }

@@ -186,28 +186,15 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (store.APIKey, er
 	return k, nil
 }
 
-// ListAPIKeys returns an account's keys, newest first (created_at, then id, descending); an
-// account without keys, or an unknown one, gives an empty list. The order is the one of the
-// api_keys_account_created index, so the query reads the index and sorts nothing.
-func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]store.APIKey, error) {
-	rows, err := s.reader.QueryContext(ctx, s.rebind(`SELECT `+keyColumns+` FROM api_keys
-		WHERE account_id = ? ORDER BY created_at DESC, id DESC`), accountID)
+// ListAPIKeys returns a page of an account's keys, newest first; an unknown account has none.
+// The order is the one of the api_keys_account_created index, so the query reads the index
+// from the cursor on and sorts nothing.
+func (s *Store) ListAPIKeys(ctx context.Context, accountID string, q store.PageQuery) (store.Page[store.APIKey], error) {
+	page, err := listPage(ctx, s, "api_keys", keyColumns, "account_id = ?", []any{accountID}, q, scanAPIKey)
 	if err != nil {
-		return nil, fmt.Errorf("store list api keys: %w", err)
+		return store.Page[store.APIKey]{}, fmt.Errorf("store list api keys: %w", err)
 	}
-	defer rows.Close()
-	keys := []store.APIKey{}
-	for rows.Next() {
-		k, err := scanAPIKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store list api keys: %w", err)
-		}
-		keys = append(keys, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store list api keys: %w", err)
-	}
-	return keys, nil
+	return page, nil
 }
 
 // RevokeAPIKey sets the key's revoked_at to at unless it is already set, and returns the key as

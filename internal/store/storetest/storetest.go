@@ -44,6 +44,15 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"BootstrapAfterCreateAccount", testBootstrapAfterCreateAccount},
 		{"BootstrapAllOrNothing", testBootstrapAllOrNothing},
 		{"BootstrapConcurrent", testBootstrapConcurrent},
+		{"ListAPIKeysPages", testListAPIKeysPages},
+		{"PagingUnderConcurrentInserts", testPagingUnderConcurrentInserts},
+		{"IdempotencyLifecycle", testIdempotencyLifecycle},
+		{"IdempotencyScope", testIdempotencyScope},
+		{"IdempotencyReclaimAndExpiry", testIdempotencyReclaimAndExpiry},
+		{"IdempotencyConcurrentBegin", testIdempotencyConcurrentBegin},
+		{"IdempotencyPurge", testIdempotencyPurge},
+		{"Usage", testUsage},
+		{"Secret", testSecret},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -405,7 +414,7 @@ func testAPIKeyDuplicate(t *testing.T, s store.Store) {
 	if err := s.CreateAPIKey(ctx, sameID); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("CreateAPIKey(existing id) error = %v, want ErrConflict", err)
 	}
-	keys, err := s.ListAPIKeys(ctx, a.ID)
+	keys, err := listAllKeys(ctx, s, a.ID)
 	if err != nil {
 		t.Fatalf("ListAPIKeys: %v", err)
 	}
@@ -466,7 +475,7 @@ func testListAPIKeys(t *testing.T, s store.Store) {
 		mustCreateKey(t, s, k)
 	}
 
-	got, err := s.ListAPIKeys(ctx, a.ID)
+	got, err := listAllKeys(ctx, s, a.ID)
 	if err != nil {
 		t.Fatalf("ListAPIKeys: %v", err)
 	}
@@ -485,7 +494,7 @@ func testListAPIKeys(t *testing.T, s store.Store) {
 		checkKey(t, got[i], want[i])
 	}
 
-	gotOther, err := s.ListAPIKeys(ctx, other.ID)
+	gotOther, err := listAllKeys(ctx, s, other.ID)
 	if err != nil {
 		t.Fatalf("ListAPIKeys(other): %v", err)
 	}
@@ -493,7 +502,7 @@ func testListAPIKeys(t *testing.T, s store.Store) {
 		t.Errorf("ListAPIKeys(other) = %v, want only %s", ids(gotOther), foreign.ID)
 	}
 
-	none, err := s.ListAPIKeys(ctx, ident.New("acct"))
+	none, err := listAllKeys(ctx, s, ident.New("acct"))
 	if err != nil || len(none) != 0 {
 		t.Errorf("ListAPIKeys(unknown account) = %v, %v; want no keys and no error", ids(none), err)
 	}
