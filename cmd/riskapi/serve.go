@@ -8,13 +8,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"riskapi/internal/auth"
 	"riskapi/internal/httpapi"
+	"riskapi/internal/ident"
+	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
+	"riskapi/internal/usage"
 )
 
 // Server timeouts. Slow clients cannot pin connections: headers must arrive within 10 s,
@@ -28,7 +33,53 @@ const (
 	maxHeaderBytes    = 64 << 10
 	// lastUsedFlushInterval: how often key last-use times are written, in one batch.
 	lastUsedFlushInterval = 10 * time.Second
+	// usageFlushInterval: how often billable units are written; a crash loses at most this much.
+	usageFlushInterval = 2 * time.Second
+	// idempotencyRetention and idempotencyPurgeInterval: records live 24 hours and are
+	// deleted hourly after that.
+	idempotencyRetention     = 24 * time.Hour
+	idempotencyPurgeInterval = time.Hour
+	// redisRetryAfter: after a Redis failure the limiter counts in memory for this long
+	// before it tries Redis again.
+	redisRetryAfter = 5 * time.Second
 )
+
+// openLimiter returns the rate limiter: Redis (with the in-process limiter as fallback) when
+// a URL is set, else the in-process limiter alone. An unreachable Redis at start-up is not
+// fatal: the process starts on the fallback and moves to Redis when it answers.
+func openLimiter(ctx context.Context, redisURL string, memory *ratelimit.Memory, logger *slog.Logger) (ratelimit.Limiter, func(), error) {
+	if redisURL == "" {
+		return memory, func() {}, nil
+	}
+	client, err := ratelimit.OpenRedis(ctx, redisURL)
+	if client == nil {
+		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	if err != nil {
+		logger.Warn("redis unreachable at start-up; counting in process memory until it answers", "err", err)
+	}
+	limiter := ratelimit.NewFailover(ratelimit.NewRedis(client, "riskapi:rl:"), memory, logger, redisRetryAfter)
+	return limiter, func() { client.Close() }, nil
+}
+
+// purgeIdempotency deletes expired idempotency records every hour until ctx ends.
+func purgeIdempotency(ctx context.Context, st store.Store, logger *slog.Logger) {
+	ticker := time.NewTicker(idempotencyPurgeInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			n, err := st.PurgeIdempotency(ctx, time.Now().Add(-idempotencyRetention))
+			if err != nil {
+				logger.Warn("purge idempotency records", "err", err)
+				continue
+			}
+			logger.Info("purged idempotency records", "deleted", n)
+		}
+	}
+}
 
 type serveConfig struct {
 	store        storeSettings
@@ -41,6 +92,9 @@ type serveConfig struct {
 	shutdown     time.Duration
 	logLevel     slog.Level
 	deprecation  *httpapi.Deprecation
+	redisURL     string
+	ceiling      int64
+	proxies      []netip.Prefix
 }
 
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -62,8 +116,27 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	deprecatedAt := fs.String("deprecated-at", getenv("RISKAPI_DEPRECATED_AT"), "mark v1 deprecated since this RFC 3339 time (env RISKAPI_DEPRECATED_AT)")
 	sunsetAt := fs.String("sunset-at", getenv("RISKAPI_SUNSET_AT"), "with --deprecated-at: when v1 stops answering, RFC 3339 (env RISKAPI_SUNSET_AT)")
 	migrationGuide := fs.String("migration-guide", getenv("RISKAPI_MIGRATION_GUIDE_URL"), "with --deprecated-at: migration guide URL (env RISKAPI_MIGRATION_GUIDE_URL)")
+	c.redisURL = getenv("RISKAPI_REDIS_URL")
+	ceiling := envOr(getenv, "RISKAPI_UNLIMITED_CEILING", strconv.Itoa(httpapi.DefaultUnlimitedCeiling))
+	fs.StringVar(&ceiling, "unlimited-ceiling", ceiling, "hourly safety ceiling behind the plan table's Unlimited (env RISKAPI_UNLIMITED_CEILING)")
+	proxies := fs.String("trusted-proxies", getenv("RISKAPI_TRUSTED_PROXIES"),
+		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (env RISKAPI_TRUSTED_PROXIES)")
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
+	}
+	var err error
+	if c.ceiling, err = strconv.ParseInt(ceiling, 10, 64); err != nil || c.ceiling < 1 {
+		return c, usagef("unlimited ceiling %q: want a positive integer", ceiling)
+	}
+	for _, cidr := range strings.FieldsFunc(*proxies, func(r rune) bool { return r == ',' || r == ' ' }) {
+		prefix, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return c, usagef("trusted proxies: %q is not a CIDR such as 10.0.0.0/8", cidr)
+		}
+		c.proxies = append(c.proxies, prefix.Masked())
+	}
+	if c.redisURL != "" && !strings.HasPrefix(c.redisURL, "redis://") && !strings.HasPrefix(c.redisURL, "rediss://") {
+		return c, usagef("RISKAPI_REDIS_URL must be a redis:// or rediss:// URL")
 	}
 	if fs.NArg() > 0 {
 		return c, usagef("serve takes no arguments, got %q", fs.Args())
@@ -129,16 +202,32 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
+	cursorKey, err := st.Secret(ctx, "pagination-cursor", []byte(ident.Random(64)))
+	if err != nil {
+		return fmt.Errorf("load the pagination key: %w", err)
+	}
+	memory := ratelimit.NewMemory()
+	limiter, closeLimiter, err := openLimiter(ctx, cfg.redisURL, memory, logger)
+	if err != nil {
+		return err
+	}
+	defer closeLimiter()
 	authn := auth.NewAuthenticator(st, time.Now, logger)
+	meter := usage.NewMeter(st, logger)
 	api, err := httpapi.NewServer(httpapi.Config{
-		Store:        st,
-		Auth:         authn,
-		Logger:       logger,
-		Region:       cfg.region,
-		PublicURL:    cfg.publicURL,
-		EUPublicURL:  cfg.euPublicURL,
-		MaxBodyBytes: cfg.maxBodyBytes,
-		Deprecation:  cfg.deprecation,
+		Store:            st,
+		Auth:             authn,
+		Limiter:          limiter,
+		Meter:            meter,
+		CursorKey:        cursorKey,
+		UnlimitedCeiling: cfg.ceiling,
+		TrustedProxies:   cfg.proxies,
+		Logger:           logger,
+		Region:           cfg.region,
+		PublicURL:        cfg.publicURL,
+		EUPublicURL:      cfg.euPublicURL,
+		MaxBodyBytes:     cfg.maxBodyBytes,
+		Deprecation:      cfg.deprecation,
 	})
 	if err != nil {
 		return err
@@ -156,6 +245,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { authn.Run(background, lastUsedFlushInterval) })
+	wg.Go(func() { meter.Run(background, usageFlushInterval) })
+	wg.Go(func() { memory.Run(background) })
+	wg.Go(func() { purgeIdempotency(background, st, logger) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -33,15 +33,24 @@ type validatable interface {
 // An empty body reads as {}, so required fields are then reported missing. JSON null is
 // treated as an absent member.
 func decodeBody(r *http.Request, dst any) *Error {
+	body, e := readBody(r)
+	if e != nil {
+		return e
+	}
+	return decodeJSON(body, dst)
+}
+
+// readBody reads the whole request body, already capped by acceptBody's limit.
+func readBody(r *http.Request) ([]byte, *Error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return errPayloadTooLarge(tooLarge.Limit)
+			return nil, errPayloadTooLarge(tooLarge.Limit)
 		}
-		return newError(CodeBadRequest, "The request body could not be read: the connection failed or timed out.")
+		return nil, newError(CodeBadRequest, "The request body could not be read: the connection failed or timed out.")
 	}
-	return decodeJSON(body, dst)
+	return body, nil
 }
 
 // decodeJSON is decodeBody after the body has been read.

@@ -5,39 +5,138 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/ratelimit"
 )
 
 // protected wraps a handler of an authenticated endpoint in the checks of the platform
 // contract §1, in its order: authentication (401) → rate limit (429) → scope (403) →
-// content type (415) → body size (413); decoding (400) happens in the handler. scope is
-// the scope the endpoint needs, or "" when any valid key may call it.
+// content type (415) → body size (413); decoding (400) and idempotency (409/422) happen in
+// the handler. scope is the scope the endpoint needs, or "" when any valid key may call it;
+// its resource names the product whose limit and usage the endpoint counts against.
 func (s *Server) protected(scope string, h http.Handler) http.Handler {
-	return s.authenticate(requireScope(scope, s.acceptBody(h)))
+	product := productOfScope(scope)
+	return s.authenticate(s.limitRate(product, requireScope(scope, s.acceptBody(s.meterUsage(product, h)))))
 }
 
 // authenticate resolves the Bearer key to a principal. Client mistakes are 401 in the
-// envelope; a store that cannot answer is 503, so an outage never looks like a bad key.
+// envelope and count against the client IP's failed-authentication bucket; once that is
+// exhausted, requests from the IP get 429 before any key lookup. A store that cannot answer
+// is 503, so an outage never looks like a bad key.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestInfoFrom(r.Context())
+		now := s.cfg.Now()
+		failed := []limitBucket{failedAuthBucket(s.clientIP(r))}
+		if states, err := s.cfg.Limiter.Peek(r.Context(), now, failed[0].bucket); err == nil && states[0].Exhausted() {
+			setLimitHeaders(w.Header(), failed, states, now, true)
+			writeError(w, r, errRateLimited(states[0], failed[0].policy))
+			return
+		}
 		p, err := s.cfg.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		var rejected *auth.RejectedError
 		switch {
 		case errors.As(err, &rejected):
+			if states, err := s.cfg.Limiter.Take(r.Context(), now, failed[0].bucket); err == nil {
+				setLimitHeaders(w.Header(), failed, states, now, false)
+			} else {
+				info.log.Warn("failed-authentication limiter", "err", err)
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="riskapi"`)
 			writeError(w, r, newError(CodeUnauthorized, "%s", rejected.Message))
 			return
 		case err != nil:
-			requestInfoFrom(r.Context()).log.Error("authentication store failure", "err", err)
+			info.log.Error("authentication store failure", "err", err)
 			writeError(w, r, newError(CodeServiceUnavailable, "The service cannot check API keys right now. Retry shortly."))
 			return
 		}
-		requestInfoFrom(r.Context()).principal = &p
+		info.principal = &p
 		next.ServeHTTP(w, r)
 	})
+}
+
+// limitRate counts the request against every bucket that applies to it and answers 429
+// when one is exhausted. Every authenticated request counts, whatever its outcome. The
+// limiter falls back to process memory when Redis fails; should it still fail, the request
+// passes (fail open) rather than fail with a 500.
+func (s *Server) limitRate(product string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestInfoFrom(r.Context())
+		now := s.cfg.Now()
+		applied := s.bucketsFor(*info.principal, product)
+		buckets := make([]ratelimit.Bucket, len(applied))
+		for i, a := range applied {
+			buckets[i] = a.bucket
+		}
+		states, err := s.cfg.Limiter.Take(r.Context(), now, buckets...)
+		if err != nil {
+			info.log.Error("rate limiter unavailable; request admitted", "err", err)
+			next.ServeHTTP(w, r)
+			return
+		}
+		refused := slices.ContainsFunc(states, func(st ratelimit.State) bool { return !st.Allowed() })
+		tight := setLimitHeaders(w.Header(), applied, states, now, refused)
+		if refused {
+			writeError(w, r, errRateLimited(states[tight], applied[tight].policy))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// meterUsage records one billable unit when a live-mode product request succeeds (2xx) and
+// was not an idempotent replay (platform contract §9).
+func (s *Server) meterUsage(product string, next http.Handler) http.Handler {
+	if product == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		info := requestInfoFrom(r.Context())
+		status := info.recorder.status()
+		if info.principal.Livemode() && !info.replayed && status >= 200 && status < 300 {
+			s.cfg.Meter.Record(info.principal.Account.ID, product, r.Method+" "+info.route, s.cfg.Now())
+		}
+	})
+}
+
+// clientIP is the address of the client: the connection's peer, or, when the peer is a
+// trusted proxy, the nearest X-Forwarded-For entry that is not itself a trusted proxy.
+func (s *Server) clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !s.trusted(peer) {
+		return host
+	}
+	forwarded := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(forwarded) - 1; i >= 0; i-- {
+		addr, err := netip.ParseAddr(strings.TrimSpace(forwarded[i]))
+		if err != nil {
+			break // a malformed entry: trust nothing beyond it
+		}
+		if !s.trusted(addr) {
+			return addr.String()
+		}
+	}
+	return host
+}
+
+func (s *Server) trusted(addr netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(addr.Unmap()) {
+			return true
+		}
+	}
+	return false
 }
 
 // requireScope answers 403 when the key does not hold scope.

@@ -17,6 +17,10 @@ type requestInfo struct {
 	log       *slog.Logger
 	route     string
 	principal *auth.Principal
+	// recorder is the response writer every handler writes through, for its status.
+	recorder *statusRecorder
+	// replayed is set when the response is an idempotent replay: it is not billed again.
+	replayed bool
 }
 
 type requestInfoKey struct{}

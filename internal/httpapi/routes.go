@@ -16,6 +16,8 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /readyz", s.handleReady())
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
 
-	// Authenticated.
+	// Authenticated. The scope names the product whose rate limit and usage an endpoint
+	// counts against (see protected).
 	s.mux.Handle("GET /v1/account", s.protected("", handleAccount()))
+	s.mux.Handle("GET /v1/usage", s.protected("usage:read", s.handleUsage()))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path"
 	"regexp"
 	"strings"
@@ -16,14 +17,24 @@ import (
 
 	"riskapi/internal/auth"
 	"riskapi/internal/ident"
+	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
+	"riskapi/internal/usage"
 )
 
-// Config holds the server's dependencies and settings. Store, Auth and Logger are required.
+// Config holds the server's dependencies and settings. Store, Auth, Limiter, Meter, Logger
+// and CursorKey are required.
 type Config struct {
-	Store  store.Store
-	Auth   *auth.Authenticator
-	Logger *slog.Logger
+	Store   store.Store
+	Auth    *auth.Authenticator
+	Limiter ratelimit.Limiter
+	Meter   *usage.Meter
+	Logger  *slog.Logger
+	// CursorKey signs pagination cursors (HMAC-SHA256); every process of a deployment must
+	// share it, so it is kept in the store (see store.Secret). At least 32 bytes.
+	CursorKey []byte
+	// Now is the clock for rate-limit windows and idempotency records; nil means time.Now.
+	Now func() time.Time
 	// Metrics receives the HTTP metrics; /metrics serves it. A nil value gets a fresh registry.
 	Metrics *prometheus.Registry
 
@@ -36,6 +47,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// Deprecation, when set, marks v1 deprecated: responses carry Deprecation, Sunset and Link.
 	Deprecation *Deprecation
+	// UnlimitedCeiling is the hourly ceiling behind the plan table's "Unlimited"; zero means
+	// DefaultUnlimitedCeiling.
+	UnlimitedCeiling int64
+	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed
+	// when finding a client's IP (for the failed-authentication limit). Empty: trust none.
+	TrustedProxies []netip.Prefix
 }
 
 // Deprecation announces the end of an API version (RFC 9745 Deprecation, RFC 8594 Sunset).
@@ -58,8 +75,17 @@ type Server struct {
 
 // NewServer builds the API over cfg's dependencies.
 func NewServer(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.Auth == nil || cfg.Logger == nil {
-		return nil, fmt.Errorf("httpapi: Store, Auth and Logger are required")
+	if cfg.Store == nil || cfg.Auth == nil || cfg.Limiter == nil || cfg.Meter == nil || cfg.Logger == nil {
+		return nil, fmt.Errorf("httpapi: Store, Auth, Limiter, Meter and Logger are required")
+	}
+	if len(cfg.CursorKey) < 32 {
+		return nil, fmt.Errorf("httpapi: CursorKey must be at least 32 bytes")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.UnlimitedCeiling <= 0 {
+		cfg.UnlimitedCeiling = DefaultUnlimitedCeiling
 	}
 	if cfg.Region == "" {
 		cfg.Region = store.RegionDefault
@@ -90,6 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info.log = s.cfg.Logger.With("request_id", info.id)
 	r = r.WithContext(withRequestInfo(r.Context(), info))
 	rec := &statusRecorder{ResponseWriter: w}
+	info.recorder = rec
 	rec.Header().Set("X-Request-Id", info.id)
 	s.addDeprecationHeaders(rec.Header())
 

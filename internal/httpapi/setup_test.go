@@ -16,8 +16,10 @@ import (
 	"riskapi/internal/auth"
 	"riskapi/internal/contracttest"
 	"riskapi/internal/ident"
+	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/usage"
 )
 
 // testClock is a settable clock for the authenticator, so cache expiry is tested without sleeping.
@@ -43,6 +45,7 @@ type bundle struct {
 	t        *testing.T
 	store    store.Store
 	auth     *auth.Authenticator
+	meter    *usage.Meter
 	clock    *testClock
 	server   *Server
 	http     *httptest.Server
@@ -63,12 +66,15 @@ func setup(t *testing.T, edit func(*Config), mount func(*Server)) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clock := &testClock{now: time.Now()}
+	// A fixed instant in the middle of an hour: rate-limit windows never roll over mid-test.
+	clock := &testClock{now: time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC)}
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	b := &bundle{t: t, store: st, clock: clock, logs: logs, contract: contracttest.Load(t)}
 	b.auth = auth.NewAuthenticator(st, clock.Now, logger)
-	cfg := Config{Store: st, Auth: b.auth, Logger: logger, PublicURL: "http://api.test"}
+	b.meter = usage.NewMeter(st, logger)
+	cfg := Config{Store: st, Auth: b.auth, Limiter: ratelimit.NewMemory(), Meter: b.meter, Logger: logger, Now: clock.Now,
+		CursorKey: []byte(ident.Random(32)), PublicURL: "http://api.test"}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -1,0 +1,45 @@
+package httpapi
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// probe is a product endpoint that exists only in tests: POST /v1/_test/drift counts as a
+// Drift request (scope drift:write), so rate limits, idempotency and usage metering are
+// exercised exactly as the real product endpoints will use them.
+type probe struct {
+	executions atomic.Int64
+	failNext   atomic.Bool  // answer the next execution with a 500
+	delay      atomic.Int64 // nanoseconds each execution takes
+	_          [0]func()    // not comparable
+}
+
+type probeRequest struct {
+	Value *string `json:"value"`
+}
+
+func (r *probeRequest) validate() *Error {
+	if r.Value == nil {
+		return invalidField("value", "string", "missing", "value is required.")
+	}
+	return nil
+}
+
+type probeResult struct {
+	Value     string `json:"value"`
+	Execution int64  `json:"execution"`
+}
+
+func (p *probe) mount(s *Server) {
+	s.mux.Handle("POST /v1/_test/drift", s.protected("drift:write", handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *probeRequest) {
+		n := p.executions.Add(1)
+		time.Sleep(time.Duration(p.delay.Load()))
+		if p.failNext.CompareAndSwap(true, false) {
+			writeError(w, r, errInternal)
+			return
+		}
+		writeData(w, r, http.StatusOK, probeResult{Value: *req.Value, Execution: n})
+	})))
+}
