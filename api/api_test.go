@@ -123,8 +123,9 @@ func serverURLs(servers openapi3.Servers) []string {
 
 var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
 
-// Every response carries X-Request-Id; responses of authenticated operations also
-// declare the rate-limit headers, optional for now.
+// Every response carries X-Request-Id; every response of an authenticated operation
+// carries the rate-limit headers, except a 500 or 503, which can happen before the
+// request was counted (a store failure while checking the key).
 func TestResponseHeaders(t *testing.T) {
 	doc := load(t, api.OpenAPIYAML)
 	for path, item := range doc.Paths.Map() {
@@ -140,15 +141,12 @@ func TestResponseHeaders(t *testing.T) {
 				if id := h["X-Request-Id"]; id == nil || !id.Value.Required {
 					t.Errorf("%s: X-Request-Id is not declared as a required header", where)
 				}
-				if !authenticated || status == "405" {
+				if !authenticated || status == "405" || status == "500" || status == "503" {
 					continue
 				}
 				for _, name := range rateLimitHeaders {
-					switch hdr := h[name]; {
-					case hdr == nil:
-						t.Errorf("%s: authenticated operation does not declare %s", where, name)
-					case hdr.Value.Required:
-						t.Errorf("%s: %s is declared required", where, name)
+					if hdr := h[name]; hdr == nil || !hdr.Value.Required {
+						t.Errorf("%s: authenticated operation does not declare %s as a required header", where, name)
 					}
 				}
 			}

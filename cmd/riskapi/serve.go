@@ -47,7 +47,7 @@ const (
 // openLimiter returns the rate limiter: Redis (with the in-process limiter as fallback) when
 // a URL is set, else the in-process limiter alone. An unreachable Redis at start-up is not
 // fatal: the process starts on the fallback and moves to Redis when it answers.
-func openLimiter(ctx context.Context, redisURL string, memory *ratelimit.Memory, logger *slog.Logger) (ratelimit.Limiter, func(), error) {
+func openLimiter(ctx context.Context, redisURL, prefix string, memory *ratelimit.Memory, logger *slog.Logger) (ratelimit.Limiter, func(), error) {
 	if redisURL == "" {
 		return memory, func() {}, nil
 	}
@@ -58,7 +58,7 @@ func openLimiter(ctx context.Context, redisURL string, memory *ratelimit.Memory,
 	if err != nil {
 		logger.Warn("redis unreachable at start-up; counting in process memory until it answers", "err", err)
 	}
-	limiter := ratelimit.NewFailover(ratelimit.NewRedis(client, "riskapi:rl:"), memory, logger, redisRetryAfter)
+	limiter := ratelimit.NewFailover(ratelimit.NewRedis(client, prefix), memory, logger, redisRetryAfter)
 	return limiter, func() { client.Close() }, nil
 }
 
@@ -93,6 +93,7 @@ type serveConfig struct {
 	logLevel     slog.Level
 	deprecation  *httpapi.Deprecation
 	redisURL     string
+	redisPrefix  string
 	ceiling      int64
 	proxies      []netip.Prefix
 }
@@ -117,6 +118,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	sunsetAt := fs.String("sunset-at", getenv("RISKAPI_SUNSET_AT"), "with --deprecated-at: when v1 stops answering, RFC 3339 (env RISKAPI_SUNSET_AT)")
 	migrationGuide := fs.String("migration-guide", getenv("RISKAPI_MIGRATION_GUIDE_URL"), "with --deprecated-at: migration guide URL (env RISKAPI_MIGRATION_GUIDE_URL)")
 	c.redisURL = getenv("RISKAPI_REDIS_URL")
+	c.redisPrefix = envOr(getenv, "RISKAPI_REDIS_PREFIX", "riskapi:")
 	ceiling := envOr(getenv, "RISKAPI_UNLIMITED_CEILING", strconv.Itoa(httpapi.DefaultUnlimitedCeiling))
 	fs.StringVar(&ceiling, "unlimited-ceiling", ceiling, "hourly safety ceiling behind the plan table's Unlimited (env RISKAPI_UNLIMITED_CEILING)")
 	proxies := fs.String("trusted-proxies", getenv("RISKAPI_TRUSTED_PROXIES"),
@@ -207,7 +209,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("load the pagination key: %w", err)
 	}
 	memory := ratelimit.NewMemory()
-	limiter, closeLimiter, err := openLimiter(ctx, cfg.redisURL, memory, logger)
+	limiter, closeLimiter, err := openLimiter(ctx, cfg.redisURL, cfg.redisPrefix+"rl:", memory, logger)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,17 @@ func jsonHeader() http.Header {
 	return http.Header{"Content-Type": {"application/json; charset=utf-8"}, "X-Request-Id": {requestID}}
 }
 
+// limitedHeader is jsonHeader plus the rate-limit headers every authenticated response carries.
+func limitedHeader() http.Header {
+	h := jsonHeader()
+	h.Set("X-RateLimit-Limit", "1000")
+	h.Set("X-RateLimit-Remaining", "998")
+	h.Set("X-RateLimit-Reset", "1795258800")
+	h.Set("RateLimit-Policy", `"platform";q=1000;w=3600`)
+	h.Set("RateLimit", `"platform";r=998;t=1800`)
+	return h
+}
+
 // clientRequest is a request as a client sends it to an httptest server: an absolute
 // URL with a loopback host and port.
 func clientRequest(t *testing.T, method, path string) *http.Request {
@@ -93,19 +104,21 @@ func TestValidate(t *testing.T) {
 			header: withHeader(jsonHeader(), "Content-Type", "text/plain"), body: serviceBody, wantErr: "text/plain"},
 
 		{name: "account", method: "GET", path: "/v1/account", status: 200,
-			header: withHeader(jsonHeader(), "X-RateLimit-Remaining", "999"), body: accountBody},
-		{name: "account revealing the whole key", method: "GET", path: "/v1/account", status: 200, header: jsonHeader(),
+			header: withHeader(limitedHeader(), "X-RateLimit-Remaining", "999"), body: accountBody},
+		{name: "account without rate-limit headers", method: "GET", path: "/v1/account", status: 200,
+			header: withHeader(limitedHeader(), "X-RateLimit-Limit", ""), body: accountBody, wantErr: "X-RateLimit-Limit"},
+		{name: "account revealing the whole key", method: "GET", path: "/v1/account", status: 200, header: limitedHeader(),
 			body: strings.Replace(accountBody, "sk_test_…wxyz", "sk_test_0123456789ABCDEFGHIJabcdefghij0123456789", 1), wantErr: "/data/api_key/display"},
 		{name: "account with a non-numeric rate-limit header", method: "GET", path: "/v1/account", status: 200,
-			header: withHeader(jsonHeader(), "X-RateLimit-Remaining", "lots"), body: accountBody, wantErr: "X-RateLimit-Remaining"},
-		{name: "account refused for a bad key", method: "GET", path: "/v1/account", status: 401, header: jsonHeader(),
+			header: withHeader(limitedHeader(), "X-RateLimit-Remaining", "lots"), body: accountBody, wantErr: "X-RateLimit-Remaining"},
+		{name: "account refused for a bad key", method: "GET", path: "/v1/account", status: 401, header: limitedHeader(),
 			body: errorBody("authentication_error", "UNAUTHORIZED")},
-		{name: "401 with another status's code", method: "GET", path: "/v1/account", status: 401, header: jsonHeader(),
+		{name: "401 with another status's code", method: "GET", path: "/v1/account", status: 401, header: limitedHeader(),
 			body: errorBody("permission_error", "FORBIDDEN"), wantErr: "/error/code"},
-		{name: "error envelope carrying processing_time_ms", method: "GET", path: "/v1/account", status: 401, header: jsonHeader(),
+		{name: "error envelope carrying processing_time_ms", method: "GET", path: "/v1/account", status: 401, header: limitedHeader(),
 			body:    strings.Replace(errorBody("authentication_error", "UNAUTHORIZED"), stamp+`"`, stamp+`","processing_time_ms":1`, 1),
 			wantErr: "processing_time_ms"},
-		{name: "account with an undocumented 404", method: "GET", path: "/v1/account", status: 404, header: jsonHeader(),
+		{name: "account with an undocumented 404", method: "GET", path: "/v1/account", status: 404, header: limitedHeader(),
 			body: errorBody("not_found_error", "NOT_FOUND"), wantErr: "status 404 is not documented for GET /account"},
 
 		{name: "unknown version", method: "GET", path: "/v2/foo", status: 404, header: jsonHeader(),
@@ -173,7 +186,7 @@ func TestValidateIgnoresTheHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Host = "riskapi.internal:8443"
-		if err := c.Validate(req, 200, jsonHeader(), []byte(accountBody)); err != nil {
+		if err := c.Validate(req, 200, limitedHeader(), []byte(accountBody)); err != nil {
 			t.Errorf("%s: %v", target, err)
 		}
 	}
@@ -182,7 +195,7 @@ func TestValidateIgnoresTheHost(t *testing.T) {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	c := Load(t)
 	body := strings.NewReplacer(`"plan":"free_trial"`, `"plan":"gold"`, `"livemode":false`, `"livemode":"no"`).Replace(accountBody)
-	err := c.Validate(clientRequest(t, "GET", "/v1/account"), 200, jsonHeader(), []byte(body))
+	err := c.Validate(clientRequest(t, "GET", "/v1/account"), 200, limitedHeader(), []byte(body))
 	if err == nil {
 		t.Fatal("account with two wrong fields accepted")
 	}
@@ -242,9 +255,14 @@ func TestLoadReturnsOneContract(t *testing.T) {
 }
 
 func TestOperations(t *testing.T) {
-	want := []string{"GET /", "GET /account", "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /readyz"}
-	if got := Load(t).Operations(); !slices.Equal(got, want) {
-		t.Errorf("Operations() = %q, want %q", got, want)
+	got := Load(t).Operations()
+	for _, want := range []string{"GET /", "GET /account", "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /readyz"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("Operations() = %q lacks %q", got, want)
+		}
+	}
+	if !slices.IsSorted(got) {
+		t.Errorf("Operations() = %q is not sorted", got)
 	}
 }
 
@@ -257,7 +275,7 @@ func TestUnexercised(t *testing.T) {
 	_ = c.Validate(clientRequest(t, "GET", "/v1/account"), 418, jsonHeader(), nil)
 	_ = c.Validate(clientRequest(t, "GET", "/v1"), 200, jsonHeader(), []byte(serviceBody))
 	_ = c.Validate(clientRequest(t, "GET", "/v2/account"), 404, jsonHeader(), []byte(errorBody("not_found_error", "NOT_FOUND")))
-	want := []string{"GET /healthz", "GET /metrics", "GET /openapi.json", "GET /readyz"}
+	want := slices.DeleteFunc(c.Operations(), func(op string) bool { return op == "GET /account" || op == "GET /" })
 	if got := c.Unexercised(); !slices.Equal(got, want) {
 		t.Errorf("Unexercised() = %q, want %q", got, want)
 	}

@@ -55,7 +55,11 @@ func (s *Server) handleUsage() http.Handler {
 		now := s.cfg.Now().UTC()
 		to := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 		from := to.AddDate(0, 0, -29)
-		for name, dst := range map[string]*time.Time{"from": &from, "to": &to} {
+		for _, param := range []struct {
+			name string
+			dst  *time.Time
+		}{{"from", &from}, {"to", &to}} {
+			name, dst := param.name, param.dst
 			if raw, ok := params[name]; ok {
 				d, err := time.Parse(dateLayout, raw)
 				if err != nil {
@@ -114,15 +118,17 @@ func (s *Server) currentLimits(r *http.Request, p auth.Principal) ([]rateLimitSt
 		categories = slices.Concat(products, categories)
 	}
 	var applied []limitBucket
-	seen := map[string]bool{}
+	var keyBucket []limitBucket
 	for _, product := range categories {
 		for _, b := range s.bucketsFor(p, product) {
-			if !seen[b.bucket.Key] {
-				seen[b.bucket.Key] = true
-				applied = append(applied, b)
+			if b.policy == "key" {
+				keyBucket = []limitBucket{b} // the same bucket for every category: list it once, last
+				continue
 			}
+			applied = append(applied, b)
 		}
 	}
+	applied = append(applied, keyBucket...)
 	buckets := make([]ratelimit.Bucket, len(applied))
 	for i, a := range applied {
 		buckets[i] = a.bucket

@@ -42,7 +42,7 @@ func (c *testClock) Advance(d time.Duration) {
 
 // bundle is one test's server over a real SQLite store, with an account and its keys.
 type bundle struct {
-	t        *testing.T
+	t        testing.TB
 	store    store.Store
 	auth     *auth.Authenticator
 	meter    *usage.Meter
@@ -58,7 +58,7 @@ type bundle struct {
 
 // setup starts a server; edit adjusts its Config before it is built, and mount adds
 // routes that exist only in tests.
-func setup(t *testing.T, edit func(*Config), mount func(*Server)) *bundle {
+func setup(t testing.TB, edit func(*Config), mount func(*Server)) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, t.TempDir())
@@ -195,7 +195,7 @@ func (r response) wantError(t *testing.T, status int, typ, code string) {
 }
 
 // wantSuccess asserts the success envelope's shape.
-func (r response) wantSuccess(t *testing.T) {
+func (r response) wantSuccess(t testing.TB) {
 	t.Helper()
 	if r.field("success") != true || r.body["data"] == nil {
 		t.Fatalf("not a success envelope: %s", r.raw)

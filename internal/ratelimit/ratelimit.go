@@ -28,20 +28,30 @@ const (
 // matter: 15:30 in UTC+05:30 is 10:00 UTC, so its hour starts at 10:00 UTC. Start panics
 // for a Window other than Hour or Day; Take and Peek reject such buckets before calling it.
 func (w Window) Start(t time.Time) time.Time {
-	t = t.UTC()
-	switch w {
-	case Hour:
-		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, time.UTC)
-	case Day:
-		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-	}
-	panic(fmt.Sprintf("ratelimit: %v has no start", w))
+	return time.Unix(w.startUnix(t), 0).UTC()
 }
 
 // End returns the end (exclusive) of the window containing t: the next window's start.
 // UTC has no daylight saving, so every window is exactly Seconds() long.
 func (w Window) End(t time.Time) time.Time {
-	return w.Start(t).Add(w.duration())
+	return time.Unix(w.startUnix(t)+w.Seconds(), 0).UTC()
+}
+
+// startUnix returns Start(t) in Unix seconds. Unix time counts every UTC day as exactly
+// 86,400 seconds from a midnight, so flooring to a multiple of the window length lands on
+// a UTC hour or midnight; it is several times cheaper than building the date with
+// time.Date, and Take does it for every bucket.
+func (w Window) startUnix(t time.Time) int64 {
+	n := w.Seconds()
+	if n == 0 {
+		panic(fmt.Sprintf("ratelimit: %v has no start", w))
+	}
+	sec := t.Unix()
+	offset := sec % n
+	if offset < 0 { // before 1970: % truncates toward zero, the window starts earlier
+		offset += n
+	}
+	return sec - offset
 }
 
 // String returns "hour" or "day"; it is also the window's part of a Redis key.
@@ -65,8 +75,6 @@ func (w Window) Seconds() int64 {
 	}
 	return 0
 }
-
-func (w Window) duration() time.Duration { return time.Duration(w.Seconds()) * time.Second }
 
 func (w Window) valid() bool { return w == Hour || w == Day }
 

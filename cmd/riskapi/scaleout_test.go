@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"riskapi/internal/ident"
+	"riskapi/internal/store/postgres/pgtest"
+)
+
+// redisTestURL names the Redis server of the scale-out tests; CI sets it.
+const redisTestURL = "RISKAPI_TEST_REDIS_URL"
+
+// process is a `riskapi serve` running as its own operating-system process.
+type process struct {
+	cmd *exec.Cmd
+	url string
+}
+
+// buildBinary compiles this command once for the test.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "riskapi")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startProcess starts `riskapi serve` on a free port with env added to the environment
+// and returns once it listens.
+func startProcess(t *testing.T, bin string, env []string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--no-bootstrap", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("riskapi serve did not stop within 20 s of SIGTERM")
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			if m := listening.FindStringSubmatch(scanner.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case p.url = <-found:
+		return p
+	case <-time.After(30 * time.Second):
+		t.Fatal("riskapi serve did not start listening within 30 s")
+		return nil
+	}
+}
+
+// awayFromHourBoundary waits while the clock is within margin of the next hour, so a test
+// that counts against hourly windows cannot straddle two windows.
+func awayFromHourBoundary(margin time.Duration) {
+	now := time.Now().UTC()
+	if next := now.Truncate(time.Hour).Add(time.Hour); next.Sub(now) < margin {
+		time.Sleep(next.Sub(now) + time.Second)
+	}
+}
+
+var keyPattern = regexp.MustCompile(`"key":\s*"(sk_[a-z]+_[0-9A-Za-z]{38})"`)
+
+// TestTwoProcessesShareOneLimit starts two `riskapi serve` processes on one PostgreSQL
+// database and one Redis, sends 200 concurrent requests split between them for a key
+// limited to 50 per hour, and checks that exactly 50 are admitted.
+func TestTwoProcessesShareOneLimit(t *testing.T) {
+	redisURL := os.Getenv(redisTestURL)
+	if redisURL == "" {
+		t.Skipf("%s is not set; skipping the scale-out test (CI sets it)", redisTestURL)
+	}
+	dbURL := pgtest.NewDatabase(t)
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatalf("%s: %v", redisTestURL, err)
+	}
+	rdb := redis.NewClient(opts)
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("Redis at %s is not reachable: %v", opts.Addr, err)
+	}
+	prefix := "riskapitest:" + ident.Random(12) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		rdb.Close()
+	})
+
+	e := env{"RISKAPI_DATABASE_URL": dbURL}
+	cli(t, e, "migrate")
+	var acct struct{ ID string }
+	if err := json.Unmarshal([]byte(cli(t, e, "accounts", "create", "--name", "Scale", "--email", "s@scale.test", "--plan", "starter", "--json")), &acct); err != nil {
+		t.Fatal(err)
+	}
+	m := keyPattern.FindStringSubmatch(cli(t, e, "keys", "create", "--account", acct.ID, "--type", "restricted", "--scopes", "usage:read", "--rate-limit", "50", "--json"))
+	if m == nil {
+		t.Fatal("keys create printed no key")
+	}
+	key := m[1]
+
+	bin := buildBinary(t)
+	procEnv := []string{"RISKAPI_DATABASE_URL=" + dbURL, "RISKAPI_REDIS_URL=" + redisURL, "RISKAPI_REDIS_PREFIX=" + prefix}
+	servers := []*process{startProcess(t, bin, procEnv), startProcess(t, bin, procEnv)}
+
+	awayFromHourBoundary(30 * time.Second)
+	var wg sync.WaitGroup
+	statuses := make([]int, 200)
+	client := &http.Client{Timeout: 30 * time.Second}
+	for i := range statuses {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, servers[i%2].url+"/v1/account", nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			res, err := client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			res.Body.Close()
+			statuses[i] = res.StatusCode
+		})
+	}
+	wg.Wait()
+	counts := map[int]int{}
+	perServer := [2]int{}
+	for i, s := range statuses {
+		counts[s]++
+		if s == http.StatusOK {
+			perServer[i%2]++
+		}
+	}
+	if counts[http.StatusOK] != 50 || counts[http.StatusTooManyRequests] != 150 {
+		t.Fatalf("statuses %v, want exactly 50×200 and 150×429 across both processes", counts)
+	}
+	if perServer[0] == 0 || perServer[1] == 0 {
+		t.Fatalf("admitted per process %v: both processes should have admitted some", perServer)
+	}
+	// The counters are in Redis under the test's prefix, not in either process.
+	keys, err := rdb.Keys(context.Background(), prefix+"*").Result()
+	if err != nil || len(keys) == 0 || !strings.Contains(strings.Join(keys, " "), acct.ID) {
+		t.Fatalf("Redis keys under %s: %v, %v", prefix, keys, err)
+	}
+}

@@ -1,0 +1,185 @@
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestConcurrentPOSTsWithOneKeyExecuteOnce(t *testing.T) {
+	t.Parallel()
+	p := &probe{}
+	p.delay.Store(int64(50 * time.Millisecond)) // keep the first execution in flight while the others arrive
+	b := setup(t, nil, p.mount)
+	const n = 20
+	responses := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			responses[i] = b.postProbe(b.liveKey, `{"value": "once"}`, map[string]string{"Idempotency-Key": "order-42"})
+		})
+	}
+	wg.Wait()
+	if got := p.executions.Load(); got != 1 {
+		t.Fatalf("%d executions, want exactly 1", got)
+	}
+	var original response
+	for _, r := range responses {
+		if r.status == http.StatusOK && r.header.Get("Idempotent-Replayed") == "" {
+			original = r
+		}
+	}
+	if original.raw == nil {
+		t.Fatal("no response was the original execution")
+	}
+	originals := 0
+	for i, r := range responses {
+		switch {
+		case r.status == http.StatusConflict:
+			r.wantError(t, http.StatusConflict, "idempotency_error", CodeIdempotencyKeyInUse)
+			if r.header.Get("Retry-After") != "1" {
+				t.Fatalf("409 without Retry-After: 1")
+			}
+		case r.status == http.StatusOK && r.header.Get("Idempotent-Replayed") == "true":
+			if !bytes.Equal(r.raw, original.raw) {
+				t.Fatalf("replay %d differs from the original:\n%s\n%s", i, r.raw, original.raw)
+			}
+		case r.status == http.StatusOK:
+			originals++
+		default:
+			t.Fatalf("response %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	if originals != 1 {
+		t.Fatalf("%d original responses, want 1", originals)
+	}
+	// After it finished, a retry is a replay with the original request id.
+	r := b.postProbe(b.liveKey, `{"value": "once"}`, map[string]string{"Idempotency-Key": "order-42"})
+	if r.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.raw, original.raw) {
+		t.Fatalf("retry after completion: %d %v %s", r.status, r.header, r.raw)
+	}
+	if r.header.Get("X-Request-Id") != original.field("metadata.request_id") {
+		t.Fatalf("replay X-Request-Id %q, want the original %v", r.header.Get("X-Request-Id"), original.field("metadata.request_id"))
+	}
+	if p.executions.Load() != 1 {
+		t.Fatal("a replay executed the request")
+	}
+}
+
+func TestSameKeyDifferentRequestIs422(t *testing.T) {
+	t.Parallel()
+	p := &probe{}
+	b := setup(t, nil, p.mount)
+	key := map[string]string{"Idempotency-Key": "k1"}
+	if r := b.postProbe(b.liveKey, `{"value": "a"}`, key); r.status != http.StatusOK {
+		t.Fatalf("first: %d", r.status)
+	}
+	b.postProbe(b.liveKey, `{"value": "b"}`, key).wantError(t, http.StatusUnprocessableEntity, "idempotency_error", CodeIdempotencyKeyReused)
+	// Byte-level fingerprint: the same JSON with other spacing is another request.
+	b.postProbe(b.liveKey, `{"value":"a"}`, key).wantError(t, http.StatusUnprocessableEntity, "idempotency_error", CodeIdempotencyKeyReused)
+	if p.executions.Load() != 1 {
+		t.Fatalf("%d executions", p.executions.Load())
+	}
+}
+
+func TestIdempotencyKeysAreScopedToAccountAndMode(t *testing.T) {
+	t.Parallel()
+	p := &probe{}
+	b := setup(t, nil, p.mount)
+	_, other := b.newAccount("starter", nil)
+	key := map[string]string{"Idempotency-Key": "shared"}
+	for _, k := range []string{b.liveKey, b.testKey, other} {
+		if r := b.postProbe(k, `{"value": "a"}`, key); r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("key %s…: %d replayed=%q", k[:8], r.status, r.header.Get("Idempotent-Replayed"))
+		}
+	}
+	if p.executions.Load() != 3 {
+		t.Fatalf("%d executions, want 3 (one per account and mode)", p.executions.Load())
+	}
+}
+
+func TestServerErrorsAndValidationErrorsAreNotStored(t *testing.T) {
+	t.Parallel()
+	p := &probe{}
+	b := setup(t, nil, p.mount)
+	key := map[string]string{"Idempotency-Key": "retry-me"}
+	// A validation error is answered before the key is taken: fixing the body and retrying
+	// with the same key executes.
+	b.postProbe(b.liveKey, `{}`, key).wantError(t, http.StatusBadRequest, "validation_error", "INVALID_VALUE")
+	// A 500 releases the key: the retry executes again and succeeds.
+	p.failNext.Store(true)
+	b.postProbe(b.liveKey, `{"value": "a"}`, key).wantError(t, http.StatusInternalServerError, "api_error", CodeInternal)
+	r := b.postProbe(b.liveKey, `{"value": "a"}`, key)
+	if r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "" || p.executions.Load() != 2 {
+		t.Fatalf("retry after 500: %d replayed=%q executions=%d", r.status, r.header.Get("Idempotent-Replayed"), p.executions.Load())
+	}
+	// A 4xx the handler produced is stored like a success (here: none; the replay is the 200).
+	if r := b.postProbe(b.liveKey, `{"value": "a"}`, key); r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatal("completed request not replayed")
+	}
+}
+
+func TestInvalidIdempotencyKeyHeader(t *testing.T) {
+	t.Parallel()
+	p := &probe{}
+	b := setup(t, nil, p.mount)
+	for _, k := range []string{strings.Repeat("k", 256), "tab\there", "naïve"} {
+		r := b.postProbe(b.liveKey, `{"value": "a"}`, map[string]string{"Idempotency-Key": k})
+		r.wantError(t, http.StatusBadRequest, "validation_error", "INVALID_IDEMPOTENCY_KEY")
+		if r.field("error.details.field") != "idempotency_key" {
+			t.Fatalf("details: %s", r.raw)
+		}
+	}
+	// 255 printable characters are fine; GET ignores the header.
+	if r := b.postProbe(b.liveKey, `{"value": "a"}`, map[string]string{"Idempotency-Key": strings.Repeat("~", 255)}); r.status != http.StatusOK {
+		t.Fatalf("255-char key: %d %s", r.status, r.raw)
+	}
+	if r := b.do(http.MethodGet, "/v1/account", nil, map[string]string{"Authorization": "Bearer " + b.liveKey, "Idempotency-Key": strings.Repeat("k", 300)}); r.status != http.StatusOK {
+		t.Fatalf("GET with a bad Idempotency-Key: %d", r.status)
+	}
+	if p.executions.Load() != 1 {
+		t.Fatalf("%d executions", p.executions.Load())
+	}
+}
+
+func TestReplaysAreNotBilledAndTestModeIsFree(t *testing.T) {
+	t.Parallel()
+	p := &probe{}
+	b := setup(t, nil, p.mount)
+	for i := range 3 {
+		b.postProbe(b.liveKey, fmt.Sprintf(`{"value": "%d"}`, i), nil)
+	}
+	key := map[string]string{"Idempotency-Key": "billing"}
+	b.postProbe(b.liveKey, `{"value": "once"}`, key)
+	b.postProbe(b.liveKey, `{"value": "once"}`, key) // replay: not billed
+	b.postProbe(b.liveKey, `{}`, nil)                // 400: not billed
+	b.postProbe(b.testKey, `{"value": "sandbox"}`, nil)
+	if err := b.meter.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := b.get("/v1/usage", b.liveKey)
+	if r.status != http.StatusOK {
+		t.Fatalf("usage: %d %s", r.status, r.raw)
+	}
+	if got := r.field("data.totals.drift"); got != 4.0 {
+		t.Fatalf("billed drift units = %v, want 4 (3 plain + 1 idempotent, no replay, no 400, no test mode)\n%s", got, r.raw)
+	}
+	days := r.field("data.days").([]any)
+	day := days[0].(map[string]any)
+	if len(days) != 1 || day["date"] != "2026-11-21" || day["units"] != 4.0 || day["endpoints"].(map[string]any)["POST /v1/_test/drift"] != 4.0 {
+		t.Fatalf("days = %v", days)
+	}
+	// Test keys see no billed units, only their daily sandbox limit.
+	tr := b.get("/v1/usage", b.testKey)
+	if tr.field("data.totals.drift") != 0.0 || len(tr.field("data.days").([]any)) != 0 {
+		t.Fatalf("test-mode usage: %s", tr.raw)
+	}
+	limits := tr.field("data.rate_limits").([]any)
+	if len(limits) != 1 || limits[0].(map[string]any)["policy"] != "test-day" {
+		t.Fatalf("test-mode rate limits: %v", limits)
+	}
+}
