@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"riskapi/internal/auth"
 	"riskapi/internal/ident"
+	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
 )
 
@@ -267,5 +269,32 @@ func TestHourlyLimitTable(t *testing.T) {
 		if got := hourlyLimit(a, c.product, DefaultUnlimitedCeiling); got != c.want {
 			t.Errorf("%s %s %v: %d, want %d", c.plan, c.product, c.custom, got, c.want)
 		}
+	}
+}
+
+// With Redis unreachable the limiter falls back to process memory: requests are still
+// limited and answered, never 500.
+func TestRedisDownFallsBackToProcessMemory(t *testing.T) {
+	t.Parallel()
+	client, err := ratelimit.OpenRedis(context.Background(), "redis://127.0.0.1:1/0")
+	if err == nil || client == nil {
+		t.Fatalf("OpenRedis on a closed port: client %v, err %v; want a client and an error", client, err)
+	}
+	defer client.Close()
+	logs := &logBuffer{}
+	p := &probe{}
+	b := setup(t, func(c *Config) {
+		c.Limiter = ratelimit.NewFailover(ratelimit.NewRedis(client, "riskapi:test:"), ratelimit.NewMemory(),
+			slog.New(slog.NewJSONHandler(logs, nil)), time.Hour)
+	}, p.mount)
+	key := b.newKey(auth.KeyParams{Type: store.KeyRestricted, Scopes: []string{"drift:write"}, RateLimit: 3})
+	for i := range 3 {
+		if r := b.postProbe(key, `{"value":"a"}`, nil); r.status != http.StatusOK || headerInt(t, r, "X-RateLimit-Remaining") != int64(2-i) {
+			t.Fatalf("request %d with Redis down: %d %v", i+1, r.status, r.header)
+		}
+	}
+	b.postProbe(key, `{"value":"a"}`, nil).wantError(t, http.StatusTooManyRequests, "rate_limit_error", CodeRateLimited)
+	if !strings.Contains(logs.String(), "WARN") {
+		t.Fatal("the fall-back was not logged")
 	}
 }
