@@ -5,13 +5,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/testclock"
 )
 
 // countingStore is the real SQLite store, counting the key lookups that reach it.
@@ -31,15 +31,7 @@ func (c *countingStore) TouchAPIKeys(ctx context.Context, m map[string]time.Time
 	return c.Store.TouchAPIKeys(ctx, m)
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
-func setupAuth(t *testing.T) (*Authenticator, *countingStore, *clock, string) {
+func setupAuth(t *testing.T) (*Authenticator, *countingStore, *testclock.Clock, string) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
@@ -47,7 +39,7 @@ func setupAuth(t *testing.T) (*Authenticator, *countingStore, *clock, string) {
 	}
 	t.Cleanup(func() { st.Close() })
 	cs := &countingStore{Store: st}
-	clk := &clock{now: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	acct := store.Account{ID: "acct_1", Name: "A", Email: "a@b.test", Plan: store.PlanStarter, Region: store.RegionDefault, CreatedAt: clk.Now()}
 	if err := st.CreateAccount(context.Background(), acct); err != nil {
 		t.Fatal(err)
@@ -88,7 +80,7 @@ func TestCacheHoldsForOneSecond(t *testing.T) {
 	if n := cs.lookups.Load(); n != 1 {
 		t.Fatalf("100 requests within a second made %d lookups, want 1", n)
 	}
-	clk.add(time.Second)
+	clk.Advance(time.Second)
 	if _, err := a.Authenticate(context.Background(), "Bearer "+secret); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +92,7 @@ func TestCacheHoldsForOneSecond(t *testing.T) {
 func TestFlushWritesOneBatchAndRetriesOnFailure(t *testing.T) {
 	a, cs, clk, secret := setupAuth(t)
 	for range 10 {
-		clk.add(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		if _, err := a.Authenticate(context.Background(), "Bearer "+secret); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +112,7 @@ func TestFlushWritesOneBatchAndRetriesOnFailure(t *testing.T) {
 		t.Fatalf("empty flush: err %v, %d batches", err, cs.touches.Load())
 	}
 	// A failed flush keeps the times for the next one.
-	clk.add(time.Minute)
+	clk.Advance(time.Minute)
 	if _, err := a.Authenticate(context.Background(), "Bearer "+secret); err != nil {
 		t.Fatal(err)
 	}

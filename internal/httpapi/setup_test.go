@@ -19,26 +19,9 @@ import (
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/testclock"
 	"riskapi/internal/usage"
 )
-
-// testClock is a settable clock for the authenticator, so cache expiry is tested without sleeping.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // bundle is one test's server over a real SQLite store, with an account and its keys.
 type bundle struct {
@@ -46,7 +29,7 @@ type bundle struct {
 	store    store.Store
 	auth     *auth.Authenticator
 	meter    *usage.Meter
-	clock    *testClock
+	clock    *testclock.Clock
 	server   *Server
 	http     *httptest.Server
 	contract *contracttest.Contract
@@ -67,7 +50,7 @@ func setup(t testing.TB, edit func(*Config), mount func(*Server)) *bundle {
 	}
 	t.Cleanup(func() { st.Close() })
 	// A fixed instant in the middle of an hour: rate-limit windows never roll over mid-test.
-	clock := &testClock{now: time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC))
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	b := &bundle{t: t, store: st, clock: clock, logs: logs, contract: contracttest.Load(t)}

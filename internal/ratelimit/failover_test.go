@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"riskapi/internal/testclock"
 )
 
 // countingLimiter passes calls to a replaceable target and counts them, so a test can see
@@ -42,24 +44,6 @@ func (c *countingLimiter) Peek(ctx context.Context, now time.Time, buckets ...Bu
 	return c.current().Peek(ctx, now, buckets...)
 }
 
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // syncBuffer is a bytes.Buffer that concurrent log calls can share.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -89,7 +73,7 @@ type failoverFixture struct {
 	failover *Failover
 	primary  *countingLimiter
 	fallback *Memory
-	clock    *fakeClock
+	clock    *testclock.Clock
 	log      *syncBuffer
 }
 
@@ -104,7 +88,7 @@ func newFailoverFixture(t *testing.T) failoverFixture {
 	fallback := NewMemory()
 	log := &syncBuffer{}
 	f := NewFailover(primary, fallback, slog.New(slog.NewTextHandler(log, nil)), testRetryAfter)
-	clock := &fakeClock{now: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	f.clock = clock.Now
 	return failoverFixture{failover: f, primary: primary, fallback: fallback, clock: clock, log: log}
 }
