@@ -169,4 +169,65 @@ type Store interface {
 	// Secret returns the secret stored under name, storing candidate first if there is
 	// none; every process sharing the store gets the same value.
 	Secret(ctx context.Context, name string, candidate []byte) ([]byte, error)
+
+	EventStore
+	WebhookStore
+}
+
+// EventStore keeps the event outbox. Products write an event in the same transaction as
+// the object it reports through their own store methods; CreateEvent is the same step on
+// its own.
+type EventStore interface {
+	// CreateEvent inserts ev and, in the same transaction, one pending delivery (due now)
+	// for every enabled endpoint of ev's account and mode that subscribes to ev.Type or to
+	// "*". It returns the deliveries created.
+	CreateEvent(ctx context.Context, ev Event) ([]Delivery, error)
+	// CreateEventFor inserts ev and one pending delivery to the endpoint endpointID of ev's
+	// account and mode, whatever the endpoint subscribes to and even if it is disabled (the
+	// webhook.test event). ErrNotFound if there is no such endpoint.
+	CreateEventFor(ctx context.Context, ev Event, endpointID string) (Delivery, error)
+	// Event returns the event of that account and mode, or ErrNotFound.
+	Event(ctx context.Context, accountID string, mode Mode, id string) (Event, error)
+	// ListEvents pages through an account's events of one mode, newest first; eventType ""
+	// lists every type.
+	ListEvents(ctx context.Context, accountID string, mode Mode, eventType string, q PageQuery) (Page[Event], error)
+	// PurgeEvents deletes events created before before, with their deliveries that are no
+	// longer pending; events that still have a pending delivery are kept until it ends.
+	PurgeEvents(ctx context.Context, before time.Time) (int64, error)
+}
+
+// WebhookStore keeps webhook endpoints and the delivery queue. Every read and write of
+// endpoints and deliveries is scoped to an account and mode: another account's or mode's
+// object is ErrNotFound.
+type WebhookStore interface {
+	// CreateWebhookEndpoint inserts e unless its account and mode already have max
+	// endpoints (ErrLimitReached); the check and the insert are atomic.
+	CreateWebhookEndpoint(ctx context.Context, e WebhookEndpoint, max int) error
+	WebhookEndpoint(ctx context.Context, accountID string, mode Mode, id string) (WebhookEndpoint, error)
+	ListWebhookEndpoints(ctx context.Context, accountID string, mode Mode, q PageQuery) (Page[WebhookEndpoint], error)
+	// UpdateWebhookEndpoint stores URL, Events, Secret, Description, Status, DisabledReason
+	// and UpdatedAt of e (found by account, mode and id). ErrNotFound if absent.
+	UpdateWebhookEndpoint(ctx context.Context, e WebhookEndpoint) error
+	// DeleteWebhookEndpoint deletes the endpoint and its deliveries. ErrNotFound if absent.
+	DeleteWebhookEndpoint(ctx context.Context, accountID string, mode Mode, id string) error
+
+	// Delivery returns a delivery of the endpoint, or ErrNotFound.
+	Delivery(ctx context.Context, accountID string, mode Mode, endpointID, id string) (Delivery, error)
+	// ListDeliveries pages through an endpoint's deliveries, newest first.
+	ListDeliveries(ctx context.Context, accountID string, mode Mode, endpointID string, q PageQuery) (Page[Delivery], error)
+	// RequestManualRetry asks for one more attempt of the delivery now, whatever its
+	// status, and returns the delivery with ManualRetry set.
+	RequestManualRetry(ctx context.Context, accountID string, mode Mode, endpointID, id string, now time.Time) (Delivery, error)
+
+	// ClaimDeliveries leases up to p.Limit deliveries that are due at now — pending with
+	// NextAttemptAt <= now, or with ManualRetry set — whose endpoint is enabled (a manual
+	// retry is sent to a disabled endpoint too) and whose lease is free or expired, oldest
+	// due first, at most p.PerEndpoint under lease per endpoint. On PostgreSQL concurrent
+	// claimers never get the same delivery (FOR UPDATE SKIP LOCKED).
+	ClaimDeliveries(ctx context.Context, p ClaimPolicy, now time.Time) ([]ClaimedDelivery, error)
+	// RecordAttempt applies an attempt's outcome to a delivery p.Owner holds, and releases
+	// the lease: ErrLeaseLost if the lease is no longer p.Owner's.
+	RecordAttempt(ctx context.Context, owner, deliveryID string, o AttemptOutcome) (Delivery, error)
+	// PendingDeliveries counts deliveries not yet ended, for the queue-depth metric.
+	PendingDeliveries(ctx context.Context) (int64, error)
 }
