@@ -9,12 +9,16 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"riskapi/internal/auth"
+	"riskapi/internal/delivery"
 	"riskapi/internal/httpapi"
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
@@ -35,10 +39,10 @@ const (
 	lastUsedFlushInterval = 10 * time.Second
 	// usageFlushInterval: how often billable units are written; a crash loses at most this much.
 	usageFlushInterval = 2 * time.Second
-	// idempotencyRetention and idempotencyPurgeInterval: records live 24 hours and are
-	// deleted hourly after that.
-	idempotencyRetention     = 24 * time.Hour
-	idempotencyPurgeInterval = time.Hour
+	// Retention: idempotency records live 24 hours, events 30 days; both are purged hourly.
+	idempotencyRetention = 24 * time.Hour
+	eventRetention       = 30 * 24 * time.Hour
+	purgeInterval        = time.Hour
 	// redisRetryAfter: after a Redis failure the limiter counts in memory for this long
 	// before it tries Redis again.
 	redisRetryAfter = 5 * time.Second
@@ -62,23 +66,34 @@ func openLimiter(ctx context.Context, redisURL, prefix string, memory *ratelimit
 	return limiter, func() { client.Close() }, nil
 }
 
-// purgeIdempotency deletes expired idempotency records every hour until ctx ends.
-func purgeIdempotency(ctx context.Context, st store.Store, logger *slog.Logger) {
-	ticker := time.NewTicker(idempotencyPurgeInterval)
+// purgeExpired deletes, every hour until ctx ends, idempotency records older than 24 hours
+// and events older than 30 days (with their finished deliveries).
+func purgeExpired(ctx context.Context, st store.Store, logger *slog.Logger) {
+	ticker := time.NewTicker(purgeInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			n, err := st.PurgeIdempotency(ctx, time.Now().Add(-idempotencyRetention))
+			now := time.Now()
+			keys, err := st.PurgeIdempotency(ctx, now.Add(-idempotencyRetention))
 			if err != nil {
 				logger.Warn("purge idempotency records", "err", err)
-				continue
 			}
-			logger.Info("purged idempotency records", "deleted", n)
+			events, err := st.PurgeEvents(ctx, now.Add(-eventRetention))
+			if err != nil {
+				logger.Warn("purge events", "err", err)
+			}
+			logger.Info("purged expired records", "idempotency_keys", keys, "events", events)
 		}
 	}
+}
+
+// dispatcherOwner names this process's webhook dispatcher in delivery leases.
+func dispatcherOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), ident.Random(6))
 }
 
 type serveConfig struct {
@@ -94,8 +109,12 @@ type serveConfig struct {
 	deprecation  *httpapi.Deprecation
 	redisURL     string
 	redisPrefix  string
-	ceiling      int64
-	proxies      []netip.Prefix
+	// webhooks
+	allowPrivateWebhooks bool
+	retrySchedule        delivery.Schedule
+	webhookTimeout       time.Duration
+	ceiling              int64
+	proxies              []netip.Prefix
 }
 
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -121,6 +140,12 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.redisPrefix = envOr(getenv, "RISKAPI_REDIS_PREFIX", "riskapi:")
 	ceiling := envOr(getenv, "RISKAPI_UNLIMITED_CEILING", strconv.Itoa(httpapi.DefaultUnlimitedCeiling))
 	fs.StringVar(&ceiling, "unlimited-ceiling", ceiling, "hourly safety ceiling behind the plan table's Unlimited (env RISKAPI_UNLIMITED_CEILING)")
+	fs.BoolVar(&c.allowPrivateWebhooks, "allow-private-webhooks", getenv("RISKAPI_ALLOW_PRIVATE_WEBHOOKS") == "true",
+		"development: let webhook endpoints point at loopback and private addresses (env RISKAPI_ALLOW_PRIVATE_WEBHOOKS=true)")
+	schedule := fs.String("webhook-retry-schedule", getenv("RISKAPI_WEBHOOK_RETRY_SCHEDULE"),
+		"comma-separated delays between delivery attempts, e.g. 1s,1s,1s (env RISKAPI_WEBHOOK_RETRY_SCHEDULE; default 5s,5m,30m,2h,5h,10h,14h,20h,24h with ±10% jitter)")
+	webhookTimeout := fs.String("webhook-timeout", envOr(getenv, "RISKAPI_WEBHOOK_TIMEOUT", "10s"),
+		"how long a receiver has to answer a delivery (env RISKAPI_WEBHOOK_TIMEOUT)")
 	proxies := fs.String("trusted-proxies", getenv("RISKAPI_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (env RISKAPI_TRUSTED_PROXIES)")
 	if err := parseFlags(fs, args); err != nil {
@@ -136,6 +161,15 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 			return c, usagef("trusted proxies: %q is not a CIDR such as 10.0.0.0/8", cidr)
 		}
 		c.proxies = append(c.proxies, prefix.Masked())
+	}
+	c.retrySchedule = delivery.DefaultSchedule
+	if *schedule != "" {
+		if c.retrySchedule, err = delivery.ParseSchedule(*schedule); err != nil {
+			return c, usagef("webhook retry schedule: %v", err)
+		}
+	}
+	if c.webhookTimeout, err = time.ParseDuration(*webhookTimeout); err != nil || c.webhookTimeout <= 0 {
+		return c, usagef("webhook timeout %q: want a positive duration such as 10s", *webhookTimeout)
 	}
 	if c.redisURL != "" && !strings.HasPrefix(c.redisURL, "redis://") && !strings.HasPrefix(c.redisURL, "rediss://") {
 		return c, usagef("RISKAPI_REDIS_URL must be a redis:// or rediss:// URL")
@@ -216,6 +250,22 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer closeLimiter()
 	authn := auth.NewAuthenticator(st, time.Now, logger)
 	meter := usage.NewMeter(st, logger)
+	metrics := prometheus.NewRegistry()
+	targets := delivery.Targets{AllowPrivate: cfg.allowPrivateWebhooks}
+	dispatcher, err := delivery.NewDispatcher(delivery.DispatcherConfig{
+		Store:    st,
+		Client:   targets.Client(cfg.webhookTimeout),
+		Schedule: cfg.retrySchedule,
+		// A crashed process's claimed deliveries are sent again once their lease ends: the
+		// attempt's timeout plus as long again (at least 5 s) to record its outcome.
+		Lease:   cfg.webhookTimeout + max(5*time.Second, cfg.webhookTimeout),
+		Owner:   dispatcherOwner(),
+		Logger:  logger,
+		Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
 	api, err := httpapi.NewServer(httpapi.Config{
 		Store:            st,
 		Auth:             authn,
@@ -224,6 +274,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		CursorKey:        cursorKey,
 		UnlimitedCeiling: cfg.ceiling,
 		TrustedProxies:   cfg.proxies,
+		Webhooks:         httpapi.WebhookConfig{Targets: targets, Notify: dispatcher.Notify},
+		Metrics:          metrics,
 		Logger:           logger,
 		Region:           cfg.region,
 		PublicURL:        cfg.publicURL,
@@ -249,7 +301,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	wg.Go(func() { authn.Run(background, lastUsedFlushInterval) })
 	wg.Go(func() { meter.Run(background, usageFlushInterval) })
 	wg.Go(func() { memory.Run(background) })
-	wg.Go(func() { purgeIdempotency(background, st, logger) })
+	wg.Go(func() { purgeExpired(background, st, logger) })
+	wg.Go(func() { dispatcher.Run(background) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

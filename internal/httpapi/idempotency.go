@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -16,8 +17,16 @@ import (
 // records are forgotten after 24 hours (platform contract §5).
 var idempotencyPolicy = store.IdempotencyPolicy{ReclaimAfter: 5 * time.Minute, ExpireAfter: 24 * time.Hour}
 
-// handleJSON is the shape of every POST endpoint: read the body, check the Idempotency-Key
-// header, decode and validate a Req, then run do at most once per Idempotency-Key. The
+// contextValidatable is implemented by request types whose validation needs more than the
+// body: the caller's mode, or a DNS lookup (a webhook URL). It runs after validate and, like
+// it, before the Idempotency-Key is taken, so its 400s are never stored.
+type contextValidatable interface {
+	validateIn(ctx context.Context, s *Server) *Error
+}
+
+// handleJSON is the shape of every POST and PATCH endpoint: read the body, check the
+// Idempotency-Key header, decode and validate a Req, then run do at most once per
+// Idempotency-Key (POST only). The
 // order follows the contract: validation errors (400) come before idempotency conflicts
 // (409/422) and are never stored, so a client can fix the request and retry with the same key.
 func handleJSON[Req any](s *Server, do func(w http.ResponseWriter, r *http.Request, req *Req)) http.Handler {
@@ -36,6 +45,12 @@ func handleJSON[Req any](s *Server, do func(w http.ResponseWriter, r *http.Reque
 		if e := decodeJSON(body, &req); e != nil {
 			writeError(w, r, e)
 			return
+		}
+		if c, ok := any(&req).(contextValidatable); ok {
+			if e := c.validateIn(r.Context(), s); e != nil {
+				writeError(w, r, e)
+				return
+			}
 		}
 		if key == "" {
 			do(w, r, &req)

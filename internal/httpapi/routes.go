@@ -20,4 +20,16 @@ func (s *Server) routes() {
 	// counts against (see protected).
 	s.mux.Handle("GET /v1/account", s.protected("", handleAccount()))
 	s.mux.Handle("GET /v1/usage", s.protected("usage:read", s.handleUsage()))
+
+	s.mux.Handle("GET /v1/events", s.protected("events:read", s.handleListEvents()))
+	s.mux.Handle("GET /v1/events/{id}", s.protected("events:read", s.handleGetEvent()))
+
+	s.mux.Handle("POST /v1/webhooks", s.protected("webhooks:write", s.handleCreateWebhook()))
+	s.mux.Handle("GET /v1/webhooks", s.protected("webhooks:read", s.handleListWebhooks()))
+	s.mux.Handle("GET /v1/webhooks/{id}", s.protected("webhooks:read", s.handleGetWebhook()))
+	s.mux.Handle("PATCH /v1/webhooks/{id}", s.protected("webhooks:write", s.handleUpdateWebhook()))
+	s.mux.Handle("DELETE /v1/webhooks/{id}", s.protected("webhooks:write", s.handleDeleteWebhook()))
+	s.mux.Handle("GET /v1/webhooks/{id}/deliveries", s.protected("webhooks:read", s.handleListDeliveries()))
+	s.mux.Handle("POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry", s.protected("webhooks:write", s.handleRetryDelivery()))
+	s.mux.Handle("POST /v1/webhooks/{id}/test", s.protected("webhooks:write", s.handleTestWebhook()))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/delivery"
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
@@ -50,9 +51,21 @@ type Config struct {
 	// UnlimitedCeiling is the hourly ceiling behind the plan table's "Unlimited"; zero means
 	// DefaultUnlimitedCeiling.
 	UnlimitedCeiling int64
+	// Webhooks is how endpoints' URLs are checked and how the dispatcher is woken.
+	Webhooks WebhookConfig
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed
 	// when finding a client's IP (for the failed-authentication limit). Empty: trust none.
 	TrustedProxies []netip.Prefix
+}
+
+// WebhookConfig connects the API to webhook delivery.
+type WebhookConfig struct {
+	// Targets decides which URLs an endpoint may have (https in live mode, no private
+	// addresses unless RISKAPI_ALLOW_PRIVATE_WEBHOOKS).
+	Targets delivery.Targets
+	// Notify wakes the dispatcher after deliveries were created, so they start at once
+	// rather than at its next poll. Nil means no dispatcher runs in this process.
+	Notify func()
 }
 
 // Deprecation announces the end of an API version (RFC 9745 Deprecation, RFC 8594 Sunset).
@@ -83,6 +96,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Webhooks.Notify == nil {
+		cfg.Webhooks.Notify = func() {}
 	}
 	if cfg.UnlimitedCeiling <= 0 {
 		cfg.UnlimitedCeiling = DefaultUnlimitedCeiling

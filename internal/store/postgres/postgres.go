@@ -47,6 +47,10 @@ const (
 	migrationLockID int64 = 0x193dc3cf749aaecd
 	// bootstrapLockID is held for Bootstrap's transaction: FNV-1a of "riskapi.bootstrap".
 	bootstrapLockID int64 = 0x4e30d95248e2a266
+	// keyLockClass is the first key of the two-key advisory locks the store takes through
+	// Dialect.LockKey (the second is hashtext of the store's key): the 32-bit FNV-1a hash of
+	// "riskapi.lockkey". Two-key locks are a space apart from the one-key locks above.
+	keyLockClass int32 = 0x49c95e3e
 )
 
 // SQLSTATE codes, https://www.postgresql.org/docs/current/errcodes-appendix.html.
@@ -67,6 +71,13 @@ var dialect = sqlstore.Dialect{
 		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, bootstrapLockID)
 		return err
 	},
+	// The same kind of lock, one per key. Keys whose hashes collide share a lock, which only
+	// makes their transactions take turns.
+	LockKey: func(ctx context.Context, tx *sql.Tx, key string) error {
+		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, keyLockClass, key)
+		return err
+	},
+	RowLocks: true,
 }
 
 // Open connects to the database at url (postgres://user:pass@host:port/db?sslmode=…), applies

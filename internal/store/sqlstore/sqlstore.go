@@ -40,6 +40,17 @@ type Dialect struct {
 	// Leave it nil when beginning a write transaction already excludes every other writer
 	// (SQLite with BEGIN IMMEDIATE).
 	LockBootstrap func(ctx context.Context, tx *sql.Tx) error
+	// LockKey, when set, runs inside a transaction and blocks until every other transaction
+	// that locked the same key has ended; the lock is held until this transaction ends. The
+	// store takes it where a check and a write must be atomic across processes: the endpoint
+	// limit of an account and mode, and ClaimDeliveries' per-endpoint cap (PostgreSQL: a
+	// transaction-level advisory lock on a hash of key). Leave it nil when beginning a write
+	// transaction already excludes every other writer (SQLite with BEGIN IMMEDIATE).
+	LockKey func(ctx context.Context, tx *sql.Tx, key string) error
+	// RowLocks makes the store add row-locking clauses (FOR UPDATE, FOR KEY SHARE,
+	// SKIP LOCKED) to the selects of its write transactions (PostgreSQL). SQLite has no such
+	// clauses and needs none: its single writer excludes every other writer.
+	RowLocks bool
 }
 
 // Store is the database/sql implementation of store.Store. It owns its connection pools.
@@ -388,6 +399,37 @@ func (s *Store) constraintError(what string, err error) error {
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}
+}
+
+// rowLock returns clause (such as " FOR UPDATE") when the dialect locks rows, else "".
+func (s *Store) rowLock(clause string) string {
+	if !s.dialect.RowLocks {
+		return ""
+	}
+	return clause
+}
+
+// lockKey takes the dialect's transaction-level lock on key, if it has one.
+func (s *Store) lockKey(ctx context.Context, tx *sql.Tx, key string) error {
+	if s.dialect.LockKey == nil {
+		return nil
+	}
+	if err := s.dialect.LockKey(ctx, tx, key); err != nil {
+		return fmt.Errorf("lock %s: %w", key, err)
+	}
+	return nil
+}
+
+// lockedTxOptions are the options of a transaction that takes lockKey before it checks what
+// it is about to change. Under READ COMMITTED every statement takes a fresh snapshot, so the
+// statements after the lock see what the previous holder committed; REPEATABLE READ would
+// take the snapshot before the wait. nil when the dialect has no LockKey (SQLite, whose
+// BEGIN IMMEDIATE serialises instead).
+func (s *Store) lockedTxOptions() *sql.TxOptions {
+	if s.dialect.LockKey == nil {
+		return nil
+	}
+	return &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 }
 
 // rebind rewrites ? placeholders into $1, $2, … when the dialect numbers them.

@@ -1,0 +1,302 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"riskapi/internal/ident"
+	"riskapi/internal/store"
+	"riskapi/internal/store/postgres"
+	"riskapi/internal/store/postgres/pgtest"
+	"riskapi/internal/store/sqlite"
+)
+
+// forEachStore runs test against the embedded SQLite store and, when
+// RISKAPI_TEST_POSTGRES_URL is set, against PostgreSQL (pgtest skips that subtest
+// otherwise). Each gets a fresh, empty store of its own.
+func forEachStore(t *testing.T, test func(t *testing.T, s store.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		test(t, openSQLite(t))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		test(t, openPostgres(t))
+	})
+}
+
+func openSQLite(tb testing.TB) store.Store {
+	tb.Helper()
+	s, err := sqlite.Open(context.Background(), tb.TempDir())
+	if err != nil {
+		tb.Fatalf("open SQLite store: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func openPostgres(tb testing.TB) store.Store {
+	tb.Helper()
+	url := pgtest.NewDatabase(tb)
+	s, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		tb.Fatalf("open PostgreSQL store: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// harness is one test's account in one store, with helpers to create endpoints and events
+// and to run a dispatcher.
+type harness struct {
+	t         testing.TB
+	store     store.Store
+	accountID string
+	mode      store.Mode
+}
+
+func newHarness(t testing.TB, s store.Store) *harness {
+	return &harness{t: t, store: s, accountID: ident.New("acct"), mode: store.ModeTest}
+}
+
+// endpoint creates an enabled endpoint of url subscribed to every event.
+func (h *harness) endpoint(url string) store.WebhookEndpoint {
+	h.t.Helper()
+	now := time.Now().UTC()
+	e := store.WebhookEndpoint{
+		ID:        ident.New("we"),
+		AccountID: h.accountID,
+		Mode:      h.mode,
+		URL:       url,
+		Events:    []string{store.AllEvents},
+		Secret:    "whsec_" + ident.Random(32),
+		Status:    store.EndpointEnabled,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	if err := h.store.CreateWebhookEndpoint(context.Background(), e, store.MaxEndpointsPerMode); err != nil {
+		h.t.Fatalf("create endpoint: %v", err)
+	}
+	return e
+}
+
+// event creates an event, due now, and returns it with its deliveries.
+func (h *harness) event(eventType string) (store.Event, []store.Delivery) {
+	h.t.Helper()
+	ev := newEvent(h.accountID, h.mode, eventType)
+	deliveries, err := h.store.CreateEvent(context.Background(), ev)
+	if err != nil {
+		h.t.Fatalf("create event: %v", err)
+	}
+	return ev, deliveries
+}
+
+// eventTo creates an event with exactly one delivery, to endpoint e.
+func (h *harness) eventTo(e store.WebhookEndpoint) (store.Event, store.Delivery) {
+	h.t.Helper()
+	ev := newEvent(h.accountID, h.mode, "drift.shadow_detected")
+	d, err := h.store.CreateEventFor(context.Background(), ev, e.ID)
+	if err != nil {
+		h.t.Fatalf("create event for %s: %v", e.ID, err)
+	}
+	return ev, d
+}
+
+// newEvent is an event whose payload has bytes that JSON re-encoding would change
+// (spacing, key order, an escaped character), so that a body not sent verbatim shows.
+func newEvent(accountID string, mode store.Mode, eventType string) store.Event {
+	id := ident.New("evt")
+	now := time.Now().UTC()
+	payload := fmt.Sprintf(`{"id":"%s","object":"event","type":"%s","api_version":"v1","created_at":"%s","livemode":false,`+
+		`"data": {"object": {"name":"Zo\u00eb <b>", "score" : 0.25}}}`, id, eventType, now.Format(time.RFC3339Nano))
+	return store.Event{ID: id, AccountID: accountID, Mode: mode, Type: eventType, Payload: []byte(payload), CreatedAt: now}
+}
+
+// start runs a dispatcher on the harness's store until the test ends (then it cancels Run
+// and waits for it to return). cfg.Store is filled in; so are a loopback-allowing client
+// with a 5 s timeout and a 20 ms poll interval unless cfg sets them.
+func (h *harness) start(cfg DispatcherConfig) *Dispatcher {
+	h.t.Helper()
+	d := h.newDispatcher(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	h.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return d
+}
+
+func (h *harness) newDispatcher(cfg DispatcherConfig) *Dispatcher {
+	h.t.Helper()
+	cfg.Store = h.store
+	if cfg.Client == nil {
+		cfg.Client = Targets{AllowPrivate: true}.Client(5 * time.Second)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 20 * time.Millisecond
+	}
+	d, err := NewDispatcher(cfg)
+	if err != nil {
+		h.t.Fatalf("NewDispatcher: %v", err)
+	}
+	return d
+}
+
+// waitDelivery polls the delivery until done reports true, and fails the test after
+// timeout.
+func (h *harness) waitDelivery(endpointID, deliveryID string, timeout time.Duration, what string, done func(store.Delivery) bool) store.Delivery {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		d, err := h.store.Delivery(context.Background(), h.accountID, h.mode, endpointID, deliveryID)
+		if err != nil {
+			h.t.Fatalf("read delivery %s: %v", deliveryID, err)
+		}
+		if done(d) {
+			return d
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("delivery %s not %s within %s: %+v", deliveryID, what, timeout, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) waitEnded(endpointID, deliveryID string, timeout time.Duration) store.Delivery {
+	h.t.Helper()
+	return h.waitDelivery(endpointID, deliveryID, timeout, "ended", func(d store.Delivery) bool {
+		return d.Status != store.DeliveryPending && !d.ManualRetry
+	})
+}
+
+func (h *harness) endpointNow(id string) store.WebhookEndpoint {
+	h.t.Helper()
+	e, err := h.store.WebhookEndpoint(context.Background(), h.accountID, h.mode, id)
+	if err != nil {
+		h.t.Fatalf("read endpoint %s: %v", id, err)
+	}
+	return e
+}
+
+// receivedRequest is what a receiver saw of one request.
+type receivedRequest struct {
+	at     time.Time
+	method string
+	header http.Header
+	body   []byte
+}
+
+// receiver is a real HTTP receiver on loopback. respond chooses the answer to the n-th
+// request (from 1); it may block, until ctx (ended when the test ends) is done at most.
+type receiver struct {
+	*httptest.Server
+	mu         sync.Mutex
+	requests   []receivedRequest
+	current    atomic.Int64 // requests being handled now
+	maxCurrent atomic.Int64 // the most handled at once
+	count      atomic.Int64
+	// release ends the ctx blocking handlers wait on. It runs when the test ends; a test
+	// whose dispatcher must stop while handlers hang calls it first, since the dispatcher
+	// waits for its attempts in flight.
+	release context.CancelFunc
+}
+
+func newReceiver(t testing.TB, respond func(ctx context.Context, n int64, w http.ResponseWriter, r *http.Request)) *receiver {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rc := &receiver{release: cancel}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := rc.current.Add(1)
+		defer rc.current.Add(-1)
+		for {
+			seen := rc.maxCurrent.Load()
+			if now <= seen || rc.maxCurrent.CompareAndSwap(seen, now) {
+				break
+			}
+		}
+		var body bytes.Buffer
+		_, _ = body.ReadFrom(r.Body)
+		rc.mu.Lock()
+		rc.requests = append(rc.requests, receivedRequest{at: time.Now(), method: r.Method, header: r.Header.Clone(), body: body.Bytes()})
+		rc.mu.Unlock()
+		respond(ctx, rc.count.Add(1), w, r)
+	}))
+	// Unblock waiting handlers first, or Close would wait for them.
+	t.Cleanup(func() {
+		cancel()
+		rc.Server.Close()
+	})
+	return rc
+}
+
+// statusReceiver answers every request with status.
+func statusReceiver(t testing.TB, status int) *receiver {
+	return newReceiver(t, func(_ context.Context, _ int64, w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(status)
+	})
+}
+
+func (rc *receiver) received() []receivedRequest {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]receivedRequest(nil), rc.requests...)
+}
+
+// waitRequests waits until the receiver has seen n requests.
+func (rc *receiver) waitRequests(t testing.TB, n int64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for rc.count.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver saw %d requests within %s, want %d", rc.count.Load(), timeout, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// logBuffer collects a dispatcher's log output (all levels) for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logBuffer) count(substr string) int { return strings.Count(l.String(), substr) }
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func mustSchedule(t testing.TB, s string) Schedule {
+	t.Helper()
+	schedule, err := ParseSchedule(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schedule
+}

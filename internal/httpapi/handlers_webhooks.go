@@ -1,0 +1,412 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"riskapi/internal/ident"
+	"riskapi/internal/store"
+)
+
+// Webhook secrets: "whsec_" and at least 24 more characters, 256 in all (webhooks contract).
+const (
+	secretPrefix        = "whsec_"
+	minSecretBody       = 24
+	maxSecretLength     = 256
+	maxDescriptionChars = 500
+)
+
+// webhookEndpointObject is a webhook endpoint as the API shows it. The secret is write-only.
+type webhookEndpointObject struct {
+	ID             string   `json:"id"`
+	Object         string   `json:"object"`
+	URL            string   `json:"url"`
+	Events         []string `json:"events"`
+	Description    *string  `json:"description"`
+	Status         string   `json:"status"`
+	DisabledReason *string  `json:"disabled_reason"`
+	Livemode       bool     `json:"livemode"`
+	CreatedAt      string   `json:"created_at"`
+}
+
+func newWebhookEndpointObject(e store.WebhookEndpoint) webhookEndpointObject {
+	o := webhookEndpointObject{ID: e.ID, Object: "webhook_endpoint", URL: e.URL, Events: e.Events,
+		Status: e.Status, Livemode: e.Mode == store.ModeLive, CreatedAt: formatTime(e.CreatedAt)}
+	if e.Description != "" {
+		o.Description = &e.Description
+	}
+	if e.DisabledReason != "" {
+		o.DisabledReason = &e.DisabledReason
+	}
+	return o
+}
+
+func endpointPosition(e store.WebhookEndpoint) store.Position {
+	return store.Position{CreatedAt: e.CreatedAt, ID: e.ID}
+}
+
+// deliveryObject is a delivery as the delivery log shows it.
+type deliveryObject struct {
+	ID             string  `json:"id"`
+	Object         string  `json:"object"`
+	WebhookID      string  `json:"webhook_id"`
+	EventID        string  `json:"event_id"`
+	EventType      string  `json:"event_type"`
+	Status         string  `json:"status"`
+	Attempts       int     `json:"attempts"`
+	LastStatusCode *int    `json:"last_status_code"`
+	LastError      *string `json:"last_error"`
+	NextAttemptAt  *string `json:"next_attempt_at"`
+	ManualRetry    bool    `json:"manual_retry"`
+	Livemode       bool    `json:"livemode"`
+	CreatedAt      string  `json:"created_at"`
+	CompletedAt    *string `json:"completed_at"`
+}
+
+func newDeliveryObject(d store.Delivery) deliveryObject {
+	o := deliveryObject{ID: d.ID, Object: "webhook_delivery", WebhookID: d.EndpointID, EventID: d.EventID,
+		EventType: d.EventType, Status: d.Status, Attempts: d.Attempts, ManualRetry: d.ManualRetry,
+		Livemode: d.Mode == store.ModeLive, CreatedAt: formatTime(d.CreatedAt), CompletedAt: formatTimePtr(d.CompletedAt)}
+	if d.LastStatusCode != 0 {
+		o.LastStatusCode = &d.LastStatusCode
+	}
+	if d.LastError != "" {
+		o.LastError = &d.LastError
+	}
+	if d.Status == store.DeliveryPending {
+		o.NextAttemptAt = formatTimePtr(d.NextAttemptAt)
+	}
+	return o
+}
+
+func deliveryPosition(d store.Delivery) store.Position {
+	return store.Position{CreatedAt: d.CreatedAt, ID: d.ID}
+}
+
+// webhookFields are the writable fields of an endpoint; POST needs url, events and secret,
+// PATCH takes any of them plus status.
+type webhookFields struct {
+	URL         *string   `json:"url"`
+	Events      *[]string `json:"events"`
+	Secret      *string   `json:"secret"`
+	Description *string   `json:"description"`
+}
+
+// validate checks the fields that are present, in document order.
+func (f *webhookFields) validate() *Error {
+	if f.URL != nil && (*f.URL == "" || len(*f.URL) > 2048) {
+		return invalidField("url", "string (an absolute URL, at most 2048 characters)", "string", "url must be an absolute URL of at most 2048 characters.")
+	}
+	if f.Events != nil {
+		if e := validateEventList(*f.Events); e != nil {
+			return e
+		}
+	}
+	if f.Secret != nil {
+		if e := validateSecret(*f.Secret); e != nil {
+			return e
+		}
+	}
+	if f.Description != nil && utf8.RuneCountInString(*f.Description) > maxDescriptionChars {
+		return invalidField("description", fmt.Sprintf("string (at most %d characters)", maxDescriptionChars), "string",
+			"description is longer than %d characters.", maxDescriptionChars)
+	}
+	return nil
+}
+
+const eventsExpected = `array (of known event kinds, or ["*"])`
+
+func validateEventList(events []string) *Error {
+	if len(events) == 0 {
+		return invalidField("events", eventsExpected, "array", "events must list at least one event kind, or [\"*\"] for all of them.")
+	}
+	for i, kind := range events {
+		path := fmt.Sprintf("events[%d]", i)
+		switch {
+		case kind == store.AllEvents && len(events) > 1:
+			return invalidField(path, eventsExpected, "string", "\"*\" subscribes to every kind; send it alone.")
+		case kind != store.AllEvents && !slices.Contains(subscribableEvents, kind):
+			return invalidField(path, "string (one of "+strings.Join(subscribableEvents, ", ")+", or *)", "string",
+				"%q is not an event kind. Known kinds: %s.", kind, strings.Join(subscribableEvents, ", "))
+		case slices.Index(events, kind) != i:
+			return invalidField(path, eventsExpected, "string", "%q is listed twice.", kind)
+		}
+	}
+	return nil
+}
+
+func validateSecret(secret string) *Error {
+	const expected = "string (whsec_ followed by at least 24 characters, at most 256 in all)"
+	body, ok := strings.CutPrefix(secret, secretPrefix)
+	switch {
+	case !ok:
+		return invalidField("secret", expected, "string", "secret must start with %s.", secretPrefix)
+	case utf8.RuneCountInString(body) < minSecretBody:
+		return invalidField("secret", expected, "string", "secret needs at least %d characters after %s.", minSecretBody, secretPrefix)
+	case utf8.RuneCountInString(secret) > maxSecretLength:
+		return invalidField("secret", expected, "string", "secret is longer than %d characters.", maxSecretLength)
+	case strings.IndexFunc(secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return invalidField("secret", expected, "string", "secret may not contain spaces or control characters.")
+	}
+	return nil
+}
+
+// checkURL applies the target policy (https in live mode, no private or loopback targets
+// unless allowed) to a URL.
+func (s *Server) checkURL(ctx context.Context, url string) *Error {
+	if err := s.cfg.Webhooks.Targets.CheckURL(ctx, url, principalFrom(ctx).Livemode()); err != nil {
+		return invalidField("url", "string (an https URL of a public host; http in test mode)", "string", "url is not usable: %v.", err)
+	}
+	return nil
+}
+
+type createWebhookRequest struct {
+	webhookFields `json:",inline"`
+}
+
+func (r *createWebhookRequest) validate() *Error {
+	switch {
+	case r.URL == nil:
+		return invalidField("url", "string", "missing", "url is required.")
+	case r.Events == nil:
+		return invalidField("events", eventsExpected, "missing", "events is required.")
+	case r.Secret == nil:
+		return invalidField("secret", "string", "missing", "secret is required.")
+	}
+	return r.webhookFields.validate()
+}
+
+func (r *createWebhookRequest) validateIn(ctx context.Context, s *Server) *Error {
+	return s.checkURL(ctx, *r.URL)
+}
+
+// handleCreateWebhook is POST /v1/webhooks.
+func (s *Server) handleCreateWebhook() http.Handler {
+	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *createWebhookRequest) {
+		p := principalFrom(r.Context())
+		now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+		e := store.WebhookEndpoint{
+			ID: ident.New("we"), AccountID: p.Account.ID, Mode: p.Key.Mode, URL: *req.URL, Events: *req.Events,
+			Secret: *req.Secret, Status: store.EndpointEnabled, CreatedAt: now, UpdatedAt: now,
+		}
+		if req.Description != nil {
+			e.Description = *req.Description
+		}
+		err := s.cfg.Store.CreateWebhookEndpoint(r.Context(), e, store.MaxEndpointsPerMode)
+		if errors.Is(err, store.ErrLimitReached) {
+			le := newError(CodeBadRequest, "An account may have at most %d webhook endpoints in each mode; delete one first.", store.MaxEndpointsPerMode)
+			le.Details["limit"] = store.MaxEndpointsPerMode
+			writeError(w, r, le)
+			return
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeData(w, r, http.StatusCreated, newWebhookEndpointObject(e))
+	})
+}
+
+// handleListWebhooks is GET /v1/webhooks.
+func (s *Server) handleListWebhooks() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, e := s.parseList(r, "webhooks")
+		if e != nil {
+			writeError(w, r, e)
+			return
+		}
+		p := principalFrom(r.Context())
+		page, err := s.cfg.Store.ListWebhookEndpoints(r.Context(), p.Account.ID, p.Key.Mode, q.page)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writePage(s, w, r, "webhooks", q, page, endpointPosition, func(e store.WebhookEndpoint) any { return newWebhookEndpointObject(e) })
+	})
+}
+
+// endpointFromPath loads the endpoint named by the {id} path value, scoped to the caller's
+// account and mode; writes the 404 itself.
+func (s *Server) endpointFromPath(w http.ResponseWriter, r *http.Request) (store.WebhookEndpoint, bool) {
+	p := principalFrom(r.Context())
+	e, err := s.cfg.Store.WebhookEndpoint(r.Context(), p.Account.ID, p.Key.Mode, r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, r, newError(CodeNotFound, "No webhook endpoint %s.", r.PathValue("id")))
+		return e, false
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return e, false
+	}
+	return e, true
+}
+
+// handleGetWebhook is GET /v1/webhooks/{id}.
+func (s *Server) handleGetWebhook() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e, ok := s.endpointFromPath(w, r); ok {
+			writeData(w, r, http.StatusOK, newWebhookEndpointObject(e))
+		}
+	})
+}
+
+type updateWebhookRequest struct {
+	webhookFields `json:",inline"`
+	Status        *string `json:"status"`
+}
+
+func (r *updateWebhookRequest) validate() *Error {
+	if e := r.webhookFields.validate(); e != nil {
+		return e
+	}
+	if r.Status != nil && *r.Status != store.EndpointEnabled && *r.Status != store.EndpointDisabled {
+		return invalidField("status", "string (enabled or disabled)", "string", "status must be enabled or disabled.")
+	}
+	return nil
+}
+
+func (r *updateWebhookRequest) validateIn(ctx context.Context, s *Server) *Error {
+	if r.URL == nil {
+		return nil
+	}
+	return s.checkURL(ctx, *r.URL)
+}
+
+// handleUpdateWebhook is PATCH /v1/webhooks/{id}: changes the fields sent, keeps the rest.
+func (s *Server) handleUpdateWebhook() http.Handler {
+	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *updateWebhookRequest) {
+		e, ok := s.endpointFromPath(w, r)
+		if !ok {
+			return
+		}
+		if req.URL != nil {
+			e.URL = *req.URL
+		}
+		if req.Events != nil {
+			e.Events = *req.Events
+		}
+		if req.Secret != nil {
+			e.Secret = *req.Secret
+		}
+		if req.Description != nil {
+			e.Description = *req.Description
+		}
+		if req.Status != nil && *req.Status != e.Status {
+			e.Status = *req.Status
+			e.DisabledReason = ""
+			if e.Status == store.EndpointDisabled {
+				e.DisabledReason = store.DisabledByUser
+			}
+		}
+		e.UpdatedAt = s.cfg.Now().UTC().Truncate(time.Millisecond)
+		if err := s.cfg.Store.UpdateWebhookEndpoint(r.Context(), e); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if e.Status == store.EndpointEnabled {
+			s.cfg.Webhooks.Notify() // deliveries held while it was disabled are due now
+		}
+		writeData(w, r, http.StatusOK, newWebhookEndpointObject(e))
+	})
+}
+
+type deletedObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+// handleDeleteWebhook is DELETE /v1/webhooks/{id}; its deliveries go with it.
+func (s *Server) handleDeleteWebhook() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalFrom(r.Context())
+		id := r.PathValue("id")
+		err := s.cfg.Store.DeleteWebhookEndpoint(r.Context(), p.Account.ID, p.Key.Mode, id)
+		if errors.Is(err, store.ErrNotFound) {
+			writeError(w, r, newError(CodeNotFound, "No webhook endpoint %s.", id))
+			return
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeData(w, r, http.StatusOK, deletedObject{ID: id, Object: "webhook_endpoint", Deleted: true})
+	})
+}
+
+// handleListDeliveries is GET /v1/webhooks/{id}/deliveries: the endpoint's delivery log.
+func (s *Server) handleListDeliveries() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, e := s.parseList(r, "deliveries:"+r.PathValue("id"))
+		if e != nil {
+			writeError(w, r, e)
+			return
+		}
+		endpoint, ok := s.endpointFromPath(w, r)
+		if !ok {
+			return
+		}
+		page, err := s.cfg.Store.ListDeliveries(r.Context(), endpoint.AccountID, endpoint.Mode, endpoint.ID, q.page)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writePage(s, w, r, "deliveries:"+endpoint.ID, q, page, deliveryPosition, func(d store.Delivery) any { return newDeliveryObject(d) })
+	})
+}
+
+type emptyRequest struct{}
+
+// handleRetryDelivery is POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry: one more
+// attempt now, whatever the delivery's status.
+func (s *Server) handleRetryDelivery() http.Handler {
+	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, _ *emptyRequest) {
+		p := principalFrom(r.Context())
+		d, err := s.cfg.Store.RequestManualRetry(r.Context(), p.Account.ID, p.Key.Mode, r.PathValue("id"), r.PathValue("delivery_id"), s.cfg.Now())
+		if errors.Is(err, store.ErrNotFound) {
+			writeError(w, r, newError(CodeNotFound, "No delivery %s of webhook endpoint %s.", r.PathValue("delivery_id"), r.PathValue("id")))
+			return
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		s.cfg.Webhooks.Notify()
+		writeData(w, r, http.StatusAccepted, newDeliveryObject(d))
+	})
+}
+
+type webhookTestResult struct {
+	EventID    string `json:"event_id"`
+	DeliveryID string `json:"delivery_id"`
+}
+
+// handleTestWebhook is POST /v1/webhooks/{id}/test: a webhook.test event, sent to this
+// endpoint only, whatever it subscribes to.
+func (s *Server) handleTestWebhook() http.Handler {
+	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, _ *emptyRequest) {
+		endpoint, ok := s.endpointFromPath(w, r)
+		if !ok {
+			return
+		}
+		ev, err := newEvent(endpoint.AccountID, endpoint.Mode, EventWebhookTest, newWebhookEndpointObject(endpoint), s.cfg.Now())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		d, err := s.cfg.Store.CreateEventFor(r.Context(), ev, endpoint.ID)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		s.cfg.Webhooks.Notify()
+		writeData(w, r, http.StatusAccepted, webhookTestResult{EventID: ev.ID, DeliveryID: d.ID})
+	})
+}
