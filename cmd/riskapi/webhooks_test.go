@@ -11,6 +11,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +97,36 @@ func githubStyleVerify(body []byte, header, secret string) bool {
 	return hmac.Equal([]byte(want), []byte(header))
 }
 
+// verifyWithOctokit checks a delivery with verify() of @octokit/webhooks-methods, the stock
+// verifier of GitHub webhooks, when RISKAPI_TEST_OCTOKIT_DIR names a directory where it is
+// installed (CI installs it; locally the check is skipped).
+func verifyWithOctokit(t *testing.T, body []byte, signature, secret string) {
+	t.Helper()
+	dir := os.Getenv("RISKAPI_TEST_OCTOKIT_DIR")
+	if dir == "" {
+		t.Log("RISKAPI_TEST_OCTOKIT_DIR is not set; skipping the check with @octokit/webhooks-methods")
+		return
+	}
+	bodyFile := filepath.Join(t.TempDir(), "body.json")
+	if err := os.WriteFile(bodyFile, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `import { verify } from "@octokit/webhooks-methods";
+import { readFileSync } from "node:fs";
+const [secret, file, signature] = process.argv.slice(2);
+const ok = await verify(secret, readFileSync(file, "utf8"), signature);
+const bad = await verify(secret, readFileSync(file, "utf8") + " ", signature);
+console.log(ok && !bad ? "verified" : "rejected");`
+	scriptFile := filepath.Join(dir, "verify-riskapi.mjs")
+	if err := os.WriteFile(scriptFile, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("node", scriptFile, secret, bodyFile, signature).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "verified" {
+		t.Fatalf("@octokit/webhooks-methods verify: %v\n%s", err, out)
+	}
+}
+
 // apiCall sends a request with the key and decodes the envelope's data.
 func apiCall(t *testing.T, svc *service, method, path, key, body string) (int, map[string]any) {
 	t.Helper()
@@ -136,6 +169,7 @@ func TestWebhookTestEventArrivesSignedWithinOneSecond(t *testing.T) {
 	if githubStyleVerify(append(bytes.Clone(got.body), ' '), got.signature, receiverSecret) {
 		t.Fatal("a changed body still verifies")
 	}
+	verifyWithOctokit(t, got.body, got.signature, receiverSecret)
 	var ev map[string]any
 	if err := json.Unmarshal(got.body, &ev); err != nil || ev["type"] != "webhook.test" || dig(ev, "data.object.id") != id {
 		t.Fatalf("body: %s", got.body)
@@ -148,6 +182,17 @@ func TestWebhookTestEventArrivesSignedWithinOneSecond(t *testing.T) {
 	})
 	if strings.Contains(svc.stderr.String(), receiverSecret) || strings.Contains(svc.stdout.String(), receiverSecret) {
 		t.Fatal("the webhook secret appears in the server's output")
+	}
+	res2, err := http.Get(svc.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res2.Body)
+	res2.Body.Close()
+	for _, want := range []string{`riskapi_webhook_attempts_total{outcome="succeeded"} 1`, "riskapi_webhook_attempt_duration_seconds_count", "riskapi_webhook_queue_depth"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 
