@@ -15,25 +15,9 @@ import (
 
 	"riskapi/internal/contracttest"
 	"riskapi/internal/store/postgres/pgtest"
+
+	"riskapi/internal/testlog"
 )
-
-// syncBuffer is an output stream the running server writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // env is a fake environment for run.
 type env map[string]string
@@ -53,8 +37,8 @@ func cli(t *testing.T, e env, args ...string) string {
 // service is a running `riskapi serve`.
 type service struct {
 	url    string
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *testlog.Buffer
+	stderr *testlog.Buffer
 	stop   func() error
 }
 
@@ -64,7 +48,7 @@ var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 func startServe(t *testing.T, e env, args ...string) *service {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &service{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	s := &service{stdout: &testlog.Buffer{}, stderr: &testlog.Buffer{}}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, append([]string{"riskapi", "serve", "--addr", "127.0.0.1:0"}, args...), e.get, s.stdout, s.stderr)

@@ -18,6 +18,8 @@ import (
 	"riskapi/internal/testclock"
 
 	"riskapi/webhook"
+
+	"riskapi/internal/testlog"
 )
 
 func TestDeliverySendsSignedEventVerbatim(t *testing.T) {
@@ -458,8 +460,8 @@ func TestLeaseLostIsLoggedAndSkipped(t *testing.T) {
 		e := h.endpoint(rc.URL)
 		_, dl := h.eventTo(e)
 		clock := testclock.New(time.Now())
-		var logsA logBuffer
-		h.start(DispatcherConfig{Owner: "dispatcher-a", Now: clock.Now, Logger: logsA.logger()})
+		var logsA testlog.Buffer
+		h.start(DispatcherConfig{Owner: "dispatcher-a", Now: clock.Now, Logger: debugLogger(&logsA)})
 		rc.waitRequests(t, 1, 5*time.Second)
 
 		clock.Advance(time.Hour) // A's lease (5s timeout + 30s) has expired
@@ -469,13 +471,13 @@ func TestLeaseLostIsLoggedAndSkipped(t *testing.T) {
 		close(release)
 
 		deadline := time.Now().Add(5 * time.Second)
-		for logsA.count("another dispatcher owns the delivery now") == 0 {
+		for logsA.Count("another dispatcher owns the delivery now") == 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("dispatcher A did not log its lost lease; its log:\n%s", logsA.String())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if n := logsA.count("level=ERROR"); n != 0 {
+		if n := logsA.Count("level=ERROR"); n != 0 {
 			t.Errorf("a lost lease is routine, not an error; dispatcher A logged %d errors:\n%s", n, logsA.String())
 		}
 		got, err := s.Delivery(context.Background(), h.accountID, h.mode, e.ID, dl.ID)
@@ -491,8 +493,8 @@ func TestLeaseLostIsLoggedAndSkipped(t *testing.T) {
 func TestStoreErrorsDoNotStopOrSpinTheDispatcher(t *testing.T) {
 	t.Parallel()
 	s := openSQLite(t)
-	var logs logBuffer
-	d, err := NewDispatcher(DispatcherConfig{Store: s, Logger: logs.logger(), PollInterval: time.Millisecond,
+	var logs testlog.Buffer
+	d, err := NewDispatcher(DispatcherConfig{Store: s, Logger: debugLogger(&logs), PollInterval: time.Millisecond,
 		Client: Targets{AllowPrivate: true}.Client(time.Second)})
 	if err != nil {
 		t.Fatal(err)
@@ -514,7 +516,7 @@ func TestStoreErrorsDoNotStopOrSpinTheDispatcher(t *testing.T) {
 		t.Fatal("Run did not return after cancel while the store was failing")
 	}
 	// Backing off 250ms, 500ms, 1s: three or four claims in 1.5 s, not one per millisecond.
-	failures := logs.count("claiming due deliveries failed")
+	failures := logs.Count("claiming due deliveries failed")
 	if failures < 1 || failures > 6 {
 		t.Errorf("%d failed claims logged in 1.5s; want a few (backed off), not none or a busy loop", failures)
 	}
@@ -524,7 +526,7 @@ func TestSecretIsNeverLoggedOrStored(t *testing.T) {
 	t.Parallel()
 	s := openSQLite(t)
 	h := newHarness(t, s)
-	var logs logBuffer
+	var logs testlog.Buffer
 	// Every kind of outcome: refused connection, 500, redirect, 410.
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
@@ -539,7 +541,7 @@ func TestSecretIsNeverLoggedOrStored(t *testing.T) {
 		_, d := h.eventTo(e)
 		deliveries = append(deliveries, d)
 	}
-	h.start(DispatcherConfig{Logger: logs.logger(), Schedule: mustSchedule(t, "1ms")})
+	h.start(DispatcherConfig{Logger: debugLogger(&logs), Schedule: mustSchedule(t, "1ms")})
 	wantErrors := []string{"connection refused", "HTTP 500", "redirect not followed (HTTP 301)", "HTTP 410 Gone: endpoint disabled"}
 	for i, e := range endpoints {
 		got := h.waitEnded(e.ID, deliveries[i].ID, 5*time.Second)
@@ -689,8 +691,8 @@ func TestEndpointDeletedDuringAttempt(t *testing.T) {
 		})
 		e := h.endpoint(rc.URL)
 		h.eventTo(e)
-		var logs logBuffer
-		h.start(DispatcherConfig{Logger: logs.logger()})
+		var logs testlog.Buffer
+		h.start(DispatcherConfig{Logger: debugLogger(&logs)})
 		rc.waitRequests(t, 1, 5*time.Second)
 		if err := s.DeleteWebhookEndpoint(context.Background(), h.accountID, h.mode, e.ID); err != nil {
 			t.Fatal(err)
@@ -698,13 +700,13 @@ func TestEndpointDeletedDuringAttempt(t *testing.T) {
 		close(release)
 
 		deadline := time.Now().Add(5 * time.Second)
-		for logs.count("deleted with its endpoint") == 0 {
+		for logs.Count("deleted with its endpoint") == 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("no record of the deleted delivery in the log:\n%s", logs.String())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if n := logs.count("level=ERROR") + logs.count("level=INFO"); n != 0 {
+		if n := logs.Count("level=ERROR") + logs.Count("level=INFO"); n != 0 {
 			t.Errorf("a delivery deleted with its endpoint is routine; logged %d info/error lines:\n%s", n, logs.String())
 		}
 	})

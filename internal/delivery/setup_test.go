@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +17,8 @@ import (
 	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/sqlite"
+
+	"riskapi/internal/testlog"
 )
 
 // forEachStore runs test against the embedded SQLite store and, when
@@ -268,28 +269,9 @@ func (rc *receiver) waitRequests(t testing.TB, n int64, timeout time.Duration) {
 	}
 }
 
-// logBuffer collects a dispatcher's log output (all levels) for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuffer) count(substr string) int { return strings.Count(l.String(), substr) }
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+// debugLogger logs every level of a dispatcher's output into b, for assertions.
+func debugLogger(b *testlog.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func mustSchedule(t testing.TB, s string) Schedule {

@@ -16,6 +16,8 @@ import (
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
+
+	"riskapi/internal/testlog"
 )
 
 // newAccount stores another account of the given plan and returns it with a live key.
@@ -281,7 +283,7 @@ func TestRedisDownFallsBackToProcessMemory(t *testing.T) {
 		t.Fatalf("OpenRedis on a closed port: client %v, err %v; want a client and an error", client, err)
 	}
 	defer client.Close()
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	p := &probe{}
 	b := setup(t, func(c *Config) {
 		c.Limiter = ratelimit.NewFailover(ratelimit.NewRedis(client, "riskapi:test:"), ratelimit.NewMemory(),

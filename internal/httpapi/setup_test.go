@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,8 @@ import (
 	"riskapi/internal/store/sqlite"
 	"riskapi/internal/testclock"
 	"riskapi/internal/usage"
+
+	"riskapi/internal/testlog"
 )
 
 // bundle is one test's server over a real SQLite store, with an account and its keys.
@@ -36,7 +36,7 @@ type bundle struct {
 	account  store.Account
 	testKey  string
 	liveKey  string
-	logs     *logBuffer
+	logs     *testlog.Buffer
 }
 
 // setup starts a server; edit adjusts its Config before it is built, and mount adds
@@ -51,7 +51,7 @@ func setup(t testing.TB, edit func(*Config), mount func(*Server)) *bundle {
 	t.Cleanup(func() { st.Close() })
 	// A fixed instant in the middle of an hour: rate-limit windows never roll over mid-test.
 	clock := testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC))
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	b := &bundle{t: t, store: st, clock: clock, logs: logs, contract: contracttest.Load(t)}
 	b.auth = auth.NewAuthenticator(st, clock.Now, logger)
@@ -189,22 +189,4 @@ func (r response) wantSuccess(t testing.TB) {
 	if _, ok := r.field("metadata.processing_time_ms").(float64); !ok {
 		t.Fatalf("no processing_time_ms: %s", r.raw)
 	}
-}
-
-// logBuffer collects the server's log lines; handlers write it concurrently with the test.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"riskapi/internal/testclock"
+
+	"riskapi/internal/testlog"
 )
 
 // countingLimiter passes calls to a replaceable target and counts them, so a test can see
@@ -44,37 +45,12 @@ func (c *countingLimiter) Peek(ctx context.Context, now time.Time, buckets ...Bu
 	return c.current().Peek(ctx, now, buckets...)
 }
 
-// syncBuffer is a bytes.Buffer that concurrent log calls can share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// count returns how many log lines contain s.
-func (b *syncBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for line := range strings.Lines(b.buf.String()) {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
-
 type failoverFixture struct {
 	failover *Failover
 	primary  *countingLimiter
 	fallback *Memory
 	clock    *testclock.Clock
-	log      *syncBuffer
+	log      *testlog.Buffer
 }
 
 const testRetryAfter = 10 * time.Second
@@ -86,7 +62,7 @@ func newFailoverFixture(t *testing.T) failoverFixture {
 	primary := &countingLimiter{}
 	primary.use(newUnreachableRedis(t))
 	fallback := NewMemory()
-	log := &syncBuffer{}
+	log := &testlog.Buffer{}
 	f := NewFailover(primary, fallback, slog.New(slog.NewTextHandler(log, nil)), testRetryAfter)
 	clock := testclock.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	f.clock = clock.Now
@@ -107,8 +83,8 @@ func TestFailoverAnswersFromFallbackAndRetriesAfterRetryAfter(t *testing.T) {
 	if got := fx.primary.calls.Load(); got != 1 {
 		t.Errorf("100 takes with a dead primary called it %d times, want 1", got)
 	}
-	if got := fx.log.count("level=WARN"); got != 1 {
-		t.Errorf("%d warnings logged for 100 takes, want 1:\n%s", got, fx.log.buf.String())
+	if got := fx.log.Count("level=WARN"); got != 1 {
+		t.Errorf("%d warnings logged for 100 takes, want 1:\n%s", got, fx.log.String())
 	}
 	if !fx.failover.UsingFallback() {
 		t.Error("UsingFallback is false while the primary is down")
@@ -130,7 +106,7 @@ func TestFailoverAnswersFromFallbackAndRetriesAfterRetryAfter(t *testing.T) {
 	if got := fx.primary.calls.Load(); got != 2 {
 		t.Errorf("primary called %d times once retryAfter passed, want 2 (one retry)", got)
 	}
-	if got := fx.log.count("level=WARN"); got != 2 {
+	if got := fx.log.Count("level=WARN"); got != 2 {
 		t.Errorf("%d warnings after a failed retry one retryAfter later, want 2", got)
 	}
 
@@ -149,17 +125,17 @@ func TestFailoverAnswersFromFallbackAndRetriesAfterRetryAfter(t *testing.T) {
 	if fx.failover.UsingFallback() {
 		t.Error("UsingFallback is true after the primary answered")
 	}
-	if got := fx.log.count("level=INFO"); got != 1 || !strings.Contains(fx.log.buf.String(), "primary answering again") {
-		t.Errorf("%d recovery messages, want 1:\n%s", got, fx.log.buf.String())
+	if got := fx.log.Count("level=INFO"); got != 1 || !strings.Contains(fx.log.String(), "primary answering again") {
+		t.Errorf("%d recovery messages, want 1:\n%s", got, fx.log.String())
 	}
-	if got := fx.log.count("level=WARN"); got != 2 {
+	if got := fx.log.Count("level=WARN"); got != 2 {
 		t.Errorf("%d warnings after recovery, want still 2", got)
 	}
 
 	// A new outage is reported at once, without waiting a retryAfter after the last warning.
 	fx.primary.use(newUnreachableRedis(t))
 	take(t, fx.failover, now, b)
-	if got := fx.log.count("level=WARN"); got != 3 {
+	if got := fx.log.Count("level=WARN"); got != 3 {
 		t.Errorf("%d warnings after a second outage, want 3", got)
 	}
 }
@@ -192,9 +168,9 @@ func TestFailoverRejectsInvalidBucketsWithoutFailingOver(t *testing.T) {
 	if !errors.Is(err, ErrInvalidBucket) {
 		t.Errorf("Take of an invalid bucket: error %v, want ErrInvalidBucket", err)
 	}
-	if fx.primary.calls.Load() != 0 || fx.failover.UsingFallback() || fx.log.count("level=") != 0 {
+	if fx.primary.calls.Load() != 0 || fx.failover.UsingFallback() || fx.log.Count("level=") != 0 {
 		t.Errorf("an invalid bucket reached the primary (%d calls) or failed over (%v, log %q)",
-			fx.primary.calls.Load(), fx.failover.UsingFallback(), fx.log.buf.String())
+			fx.primary.calls.Load(), fx.failover.UsingFallback(), fx.log.String())
 	}
 }
 
@@ -210,8 +186,8 @@ func TestFailoverIgnoresCanceledRequests(t *testing.T) {
 	if err != nil || len(states) != 1 || states[0].Count != 1 {
 		t.Fatalf("canceled Take: states %v, error %v, want the fallback's count 1", states, err)
 	}
-	if fx.failover.UsingFallback() || fx.log.count("level=WARN") != 0 {
-		t.Errorf("a canceled request failed the primary over (log %q)", fx.log.buf.String())
+	if fx.failover.UsingFallback() || fx.log.Count("level=WARN") != 0 {
+		t.Errorf("a canceled request failed the primary over (log %q)", fx.log.String())
 	}
 }
 
@@ -239,8 +215,8 @@ func TestFailoverUsesHealthyPrimary(t *testing.T) {
 	if p, f := peek(t, primary, now, b)[0].Count, peek(t, fx.fallback, now, b)[0].Count; p != 3 || f != 0 {
 		t.Errorf("primary counted %d and fallback %d, want 3 and 0", p, f)
 	}
-	if fx.log.count("level=") != 0 {
-		t.Errorf("logged with a healthy primary: %s", fx.log.buf.String())
+	if fx.log.Count("level=") != 0 {
+		t.Errorf("logged with a healthy primary: %s", fx.log.String())
 	}
 }
 
@@ -259,8 +235,8 @@ func TestFailoverWarnsOnceWhenRequestsFailTogether(t *testing.T) {
 	if got := fx.primary.calls.Load(); got != inFlight {
 		t.Fatalf("primary saw %d calls, want all %d in flight", got, inFlight)
 	}
-	if got := fx.log.count("level=WARN"); got != 1 {
-		t.Errorf("%d warnings for %d requests failing together, want 1:\n%s", got, inFlight, fx.log.buf.String())
+	if got := fx.log.Count("level=WARN"); got != 1 {
+		t.Errorf("%d warnings for %d requests failing together, want 1:\n%s", got, inFlight, fx.log.String())
 	}
 	take(t, fx.failover, now, b)
 	if got := fx.primary.calls.Load(); got != inFlight {
