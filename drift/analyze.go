@@ -1,0 +1,661 @@
+package drift
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// windowsPerTest is the number of monitoring suffixes each party test scans: the whole
+// monitoring window and the suffixes starting 1/4, 1/2 and 3/4 into it. A Bonferroni
+// factor of windowsPerTest keeps each party's test at its level; the suffixes keep power
+// when the onset is late in the monitoring window.
+const windowsPerTest = 4
+
+// instrWeight is the share of each party's level given to the instruction path when the
+// events carry instructed_by.
+const instrWeight = 0.2
+
+// CUSUM design for first_detected_at: reference value k is half the standardised shift
+// (clamped to [0.1, 1]); threshold h = 8 gives an in-control run length of several
+// thousand events for k ≥ 0.25 (Siegmund's approximation).
+const cusumH = 8.0
+
+type benefit struct {
+	party int
+	value float64
+}
+
+// prepared holds the per-event quantities every test reads.
+type prepared struct {
+	ev          []Event
+	n, nb       int
+	isPrincipal func(string) bool
+	names       []string
+	// benefits[i]: non-principal parties with value > 0 on event i (aggregated per party).
+	benefits [][]benefit
+	total    []float64 // Σ non-principal beneficiary value of event i
+	cntV     []int     // prefix count of events with total > 0
+	loss     []float64 // principal loss of event i (valid when hasLoss)
+	hasLoss  []bool
+	basePV   float64 // mean principal value over baseline events that have one
+}
+
+// Analyze analyses an agent's events. It sorts a copy of the events stably by timestamp,
+// splits them into baseline and monitoring, tests every non-principal party that benefits
+// from a monitoring event, and reports the detected shadow principals
+// (method: docs/methods/drift.md).
+// It returns an *InputError when the input cannot be analysed.
+func Analyze(in Input) (Analysis, error) {
+	alpha := in.Sensitivity
+	if alpha == 0 {
+		alpha = DefaultSensitivity
+	}
+	if !(alpha > 0 && alpha <= 0.2) {
+		return Analysis{}, &InputError{Field: "sensitivity", Reason: "must be in (0, 0.2]"}
+	}
+	n := len(in.Events)
+	if n < 2 {
+		return Analysis{}, &InputError{Field: "events", Reason: "at least 2 events are needed"}
+	}
+	ev := slices.Clone(in.Events)
+	slices.SortStableFunc(ev, func(a, b Event) int { return a.Timestamp.Compare(b.Timestamp) })
+
+	nb := n * 3 / 10
+	switch {
+	case in.Baseline.Until != nil && in.Baseline.Fraction != nil:
+		return Analysis{}, &InputError{Field: "baseline", Reason: "give until or fraction, not both"}
+	case in.Baseline.Until != nil:
+		u := *in.Baseline.Until
+		nb = 0
+		for nb < n && ev[nb].Timestamp.Before(u) {
+			nb++
+		}
+	case in.Baseline.Fraction != nil:
+		f := *in.Baseline.Fraction
+		if !(f >= 0.05 && f <= 0.9) {
+			return Analysis{}, &InputError{Field: "baseline.fraction", Reason: "must be in [0.05, 0.9]"}
+		}
+		nb = int(math.Floor(f * float64(n)))
+	}
+	if nb < 1 || nb > n-1 {
+		return Analysis{}, &InputError{Field: "baseline", Reason: "baseline and monitoring must each hold at least one event"}
+	}
+	for i := range in.Events {
+		e := &in.Events[i]
+		if (e.PrincipalValue != nil && !finite(*e.PrincipalValue)) || (e.BestAlternativeValue != nil && !finite(*e.BestAlternativeValue)) {
+			return Analysis{}, &InputError{Field: "events[" + strconv.Itoa(i) + "]", Reason: "principal_value and best_alternative_value must be finite"}
+		}
+		for j, b := range e.Beneficiaries {
+			if b.Value < 0 || math.IsNaN(b.Value) || math.IsInf(b.Value, 0) {
+				return Analysis{}, &InputError{Field: "events[" + strconv.Itoa(i) + "].beneficiaries[" + strconv.Itoa(j) + "].value", Reason: "must be a finite number ≥ 0"}
+			}
+		}
+	}
+
+	p := prepare(ev, nb, in.PrincipalID)
+	res := Analysis{
+		AgentID:          in.AgentID,
+		ShadowPrincipals: []ShadowPrincipal{},
+		EventsAnalyzed:   n,
+		MethodVersion:    MethodVersion,
+		Window: Window{
+			Baseline:   Span{From: ev[0].Timestamp, To: ev[nb-1].Timestamp, Events: nb},
+			Monitoring: Span{From: ev[nb].Timestamp, To: ev[n-1].Timestamp, Events: n - nb},
+		},
+	}
+	if in.PrincipalID != "" {
+		id := in.PrincipalID
+		res.PrincipalID = &id
+	}
+
+	tests := p.testParties()
+	pv := make([]float64, len(tests))
+	for i, t := range tests {
+		pv[i] = t.p
+	}
+	adj := holm(pv)
+	minAdj := 1.0
+	for i, t := range tests {
+		minAdj = math.Min(minAdj, adj[i])
+		if adj[i] > alpha {
+			continue
+		}
+		res.ShadowPrincipals = append(res.ShadowPrincipals, p.describe(t, adj[i], alpha))
+	}
+	slices.SortStableFunc(res.ShadowPrincipals, func(a, b ShadowPrincipal) int {
+		if c := cmp.Compare(a.PValue, b.PValue); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Party, b.Party)
+	})
+	res.ShadowPrincipalDetected = len(res.ShadowPrincipals) > 0
+
+	res.Dimensions = p.dimensions()
+	if len(p.names) > 0 {
+		res.Dimensions.ShadowPrincipal = &ShadowDimension{Score: minAdj, PartiesTested: len(tests), Detected: len(res.ShadowPrincipals)}
+	}
+	for _, sp := range res.ShadowPrincipals {
+		if sp.ChangePointAt == nil {
+			continue
+		}
+		if res.ChangePoint.EventIndex == nil || sp.ChangePointIndex < *res.ChangePoint.EventIndex {
+			idx, at := sp.ChangePointIndex, *sp.ChangePointAt
+			res.ChangePoint = ChangePoint{Detected: true, At: &at, EventIndex: &idx}
+		}
+	}
+	score(&res, minAdj)
+	return res, nil
+}
+
+func prepare(ev []Event, nb int, principalID string) *prepared {
+	n := len(ev)
+	p := &prepared{
+		ev: ev, n: n, nb: nb,
+		isPrincipal: func(s string) bool { return s == "principal" || (principalID != "" && s == principalID) },
+		benefits:    make([][]benefit, n),
+		total:       make([]float64, n),
+		cntV:        make([]int, n+1),
+		loss:        make([]float64, n),
+		hasLoss:     make([]bool, n),
+	}
+	index := map[string]int{}
+	var seenAt, slot []int // per party: last event it was seen on, and its position there
+	for i := range ev {
+		var bs []benefit
+		for _, b := range ev[i].Beneficiaries {
+			if b.Value <= 0 || p.isPrincipal(b.Party) {
+				continue
+			}
+			k, ok := index[b.Party]
+			if !ok {
+				k = len(p.names)
+				index[b.Party] = k
+				p.names = append(p.names, b.Party)
+				seenAt = append(seenAt, -1)
+				slot = append(slot, 0)
+			}
+			p.total[i] += b.Value
+			if seenAt[k] == i { // the party is listed twice on this event: sum
+				bs[slot[k]].value += b.Value
+				continue
+			}
+			seenAt[k], slot[k] = i, len(bs)
+			bs = append(bs, benefit{party: k, value: b.Value})
+		}
+		p.benefits[i] = bs
+		p.cntV[i+1] = p.cntV[i]
+		if p.total[i] > 0 {
+			p.cntV[i+1]++
+		}
+	}
+	var base moments
+	for i := 0; i < nb; i++ {
+		if v := ev[i].PrincipalValue; v != nil {
+			base.add(*v)
+		}
+	}
+	p.basePV = base.mean
+	for i := range ev {
+		pvp := ev[i].PrincipalValue
+		if pvp == nil {
+			continue
+		}
+		p.hasLoss[i] = true
+		if ba := ev[i].BestAlternativeValue; ba != nil {
+			p.loss[i] = math.Max(0, *ba-*pvp)
+		} else if base.n > 0 {
+			p.loss[i] = math.Max(0, p.basePV-*pvp)
+		} else {
+			p.hasLoss[i] = false
+		}
+	}
+	return p
+}
+
+// partyTest is the evidence for one party.
+type partyTest struct {
+	party      int
+	p          float64 // party p-value before Holm (both paths, windows Bonferroni-corrected)
+	pShare     float64 // best window: share test (corrected for windows)
+	pHarm      float64 // best window: harm test (corrected for windows)
+	pConc      float64 // concentration-with-harm path
+	pInstr     float64 // instruction path (1 when no instructed_by anywhere)
+	viaInstr   bool    // the instruction path gave the smaller p-value
+	hasInstr   bool
+	instrCount int // monitoring events instructed by the party that benefit it
+}
+
+// testParties runs the per-party tests for every non-principal party that benefits from
+// or instructs an event in the monitoring window.
+func (p *prepared) testParties() []partyTest {
+	n, nb := p.n, p.nb
+	starts := make([]int, 0, windowsPerTest)
+	for k := 0; k < windowsPerTest; k++ {
+		s := nb + k*(n-nb)/windowsPerTest
+		if k > 0 && s == starts[len(starts)-1] {
+			continue
+		}
+		starts = append(starts, s)
+	}
+	K := float64(len(starts))
+
+	// Per party sparse entries.
+	type entry struct {
+		i     int
+		share float64
+		instr bool
+	}
+	entries := make([][]entry, len(p.names))
+	hasInstr := false
+	instructs := make([]bool, len(p.names))
+	index := make(map[string]int, len(p.names))
+	for k, name := range p.names {
+		index[name] = k
+	}
+	for i := range p.ev {
+		ib := p.ev[i].InstructedBy
+		if ib != "" {
+			hasInstr = true
+		}
+		for _, b := range p.benefits[i] {
+			in := ib != "" && ib == p.names[b.party]
+			entries[b.party] = append(entries[b.party], entry{i: i, share: b.value / p.total[i], instr: in})
+			if in && i >= nb {
+				instructs[b.party] = true
+			}
+		}
+	}
+	// Prefix sums of the principal's loss, so the reference of any window is O(1).
+	lossN := make([]float64, n+1)
+	lossS := make([]float64, n+1)
+	lossSS := make([]float64, n+1)
+	pvN := make([]float64, n+1)
+	pvS := make([]float64, n+1)
+	pvSS := make([]float64, n+1)
+	for i := 0; i < n; i++ {
+		pvN[i+1], pvS[i+1], pvSS[i+1] = pvN[i], pvS[i], pvSS[i]
+		if v := p.ev[i].PrincipalValue; v != nil {
+			pvN[i+1]++
+			pvS[i+1] += *v
+			pvSS[i+1] += *v * *v
+		}
+		lossN[i+1], lossS[i+1], lossSS[i+1] = lossN[i], lossS[i], lossSS[i]
+		if p.hasLoss[i] {
+			l := p.loss[i]
+			lossN[i+1]++
+			lossS[i+1] += l
+			lossSS[i+1] += l * l
+		}
+	}
+
+	var out []partyTest
+	for k := range p.names {
+		es := entries[k]
+		if len(es) == 0 || es[len(es)-1].i < nb {
+			continue
+		}
+		t := partyTest{party: k, pShare: 1, pHarm: 1, pConc: 1, pInstr: 1, hasInstr: hasInstr}
+		bestConc, bestShare, bestHarm, bestInstr := 1.0, 1.0, 1.0, 1.0
+		for _, s := range starts {
+			// The window is events [s, n); its reference is every event before it
+			// (the baseline for the first window, baseline plus the earlier monitoring
+			// events for the later ones).
+			var rsx, rsxx, sx, sxx float64
+			var harm, pvWin moments
+			rInstr, wInstr := 0, 0
+			for _, e := range es {
+				if e.i < s {
+					rsx += e.share
+					rsxx += e.share * e.share
+					if e.instr {
+						rInstr++
+					}
+					continue
+				}
+				sx += e.share
+				sxx += e.share * e.share
+				if p.hasLoss[e.i] {
+					harm.add(p.loss[e.i])
+				}
+				if v := p.ev[e.i].PrincipalValue; v != nil {
+					pvWin.add(*v)
+				}
+				if e.instr {
+					wInstr++
+				}
+			}
+			if s == nb {
+				t.instrCount = wInstr
+			}
+			refShare := fromSums(float64(p.cntV[s]), rsx, rsxx)
+			refLoss := fromSums(lossN[s], lossS[s], lossSS[s])
+			ps := welchUpper(refShare, fromSums(float64(p.cntV[n]-p.cntV[s]), sx, sxx))
+			// Harm: higher loss on the party's window events than on reference events, or
+			// lower principal value on them (Bonferroni over the two).
+			ph := math.Min(1, 2*math.Min(welchUpper(refLoss, harm), welchUpper(pvWin, fromSums(pvN[s], pvS[s], pvSS[s]))))
+			bestShare = math.Min(bestShare, ps)
+			bestHarm = math.Min(bestHarm, ph)
+			bestConc = math.Min(bestConc, math.Max(ps, ph))
+			if instructs[k] {
+				// Conditional exact test (the binomial form of Fisher's test): given the
+				// k instructed-and-benefiting events of the party, under a constant rate
+				// the window's count is Binomial(k, (n − s)/n).
+				q := float64(n-s) / float64(n)
+				bestInstr = math.Min(bestInstr, binomUpper(wInstr, wInstr+rInstr, q))
+			}
+		}
+		t.pShare = math.Min(1, K*bestShare)
+		t.pHarm = math.Min(1, K*bestHarm)
+		t.pConc = math.Min(1, K*bestConc)
+		t.pInstr = math.Min(1, K*bestInstr)
+		if hasInstr {
+			// Weighted Bonferroni over the two paths (Holm 1979, weighted form): the
+			// instruction path's exact test is very powerful when it applies, so it gets
+			// weight instrWeight and the concentration-with-harm path the rest.
+			pc, pi := t.pConc/(1-instrWeight), t.pInstr/instrWeight
+			t.p = math.Min(1, math.Min(pc, pi))
+			t.viaInstr = pi < pc
+		} else {
+			t.p = t.pConc
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// describe builds the ShadowPrincipal of a detected party: change point, first alarm,
+// shares, value captured and principal cost.
+func (p *prepared) describe(t partyTest, adjP, alpha float64) ShadowPrincipal {
+	n, nb := p.n, p.nb
+	name := p.names[t.party]
+	// The series the change point is located on: the indicator "instructed by and
+	// benefiting the party" on all events for the instruction path, else the party's
+	// per-event benefit share on events with any non-principal benefit.
+	var x []float64
+	var at []int // event index of each series element
+	if t.viaInstr {
+		x = make([]float64, n)
+		at = make([]int, n)
+		for i := range p.ev {
+			at[i] = i
+			if p.ev[i].InstructedBy == name {
+				for _, b := range p.benefits[i] {
+					if b.party == t.party {
+						x[i] = 1
+					}
+				}
+			}
+		}
+	} else {
+		for i := range p.ev {
+			if p.total[i] <= 0 {
+				continue
+			}
+			v := 0.0
+			for _, b := range p.benefits[i] {
+				if b.party == t.party {
+					v = b.value / p.total[i]
+				}
+			}
+			x = append(x, v)
+			at = append(at, i)
+		}
+	}
+	cp := nb // monitoring window when no change point can be fitted
+	firstPos := -1
+	if s, _, ok := rampFit(x); ok {
+		cp = at[s]
+		// Sequential detector from the start of monitoring, in-control mean and sd from baseline.
+		startPos := 0
+		for startPos < len(at) && at[startPos] < nb {
+			startPos++
+		}
+		var b, all moments
+		for i, v := range x {
+			all.add(v)
+			if i < startPos {
+				b.add(v)
+			}
+		}
+		sd := math.Sqrt(b.variance())
+		if sd < 1e-9 {
+			sd = math.Sqrt(all.variance())
+		}
+		var post moments
+		for _, v := range x[s:] {
+			post.add(v)
+		}
+		k := 0.5
+		if sd > 0 {
+			k = math.Min(1, math.Max(0.1, 0.5*(post.mean-b.mean)/sd))
+		}
+		firstPos = cusumAlarm(x, startPos, s, b.mean, sd, k, cusumH)
+	}
+
+	sp := ShadowPrincipal{Party: name, PValue: adjP, Confidence: 1 - adjP, ChangePointIndex: cp}
+	cpAt := p.ev[cp].Timestamp
+	sp.ChangePointAt = &cpAt
+	if firstPos >= 0 {
+		fd := p.ev[at[firstPos]].Timestamp
+		sp.FirstDetectedAt = &fd
+	}
+	var baseV, baseTot, recV, recTot float64
+	for i := 0; i < n; i++ {
+		v := 0.0
+		for _, b := range p.benefits[i] {
+			if b.party == t.party {
+				v = b.value
+			}
+		}
+		if i < nb {
+			baseV += v
+			baseTot += p.total[i]
+		}
+		if i >= cp {
+			recV += v
+			recTot += p.total[i]
+			if v > 0 {
+				sp.Events++
+				if p.hasLoss[i] {
+					sp.PrincipalCost += p.loss[i]
+				}
+			}
+		}
+	}
+	if baseTot > 0 {
+		sp.BaselineShare = baseV / baseTot
+	}
+	if recTot > 0 {
+		sp.RecentShare = recV / recTot
+	}
+	sp.ValueCaptured = recV
+
+	sp.Signals = []string{}
+	if t.pShare <= alpha {
+		sp.Signals = append(sp.Signals, SignalBenefitConcentration)
+	}
+	if t.pHarm <= alpha {
+		sp.Signals = append(sp.Signals, SignalValueTransfer)
+	}
+	if t.hasInstr && t.pInstr <= alpha {
+		sp.Signals = append(sp.Signals, SignalInstructionFollowing)
+	}
+	if p.overrideRise(t.party, cp, alpha) {
+		sp.Signals = append(sp.Signals, SignalOverrideRise)
+	}
+	return sp
+}
+
+// overrideRise tests whether events benefiting the party from cp on were overridden more
+// often than baseline events (conditional exact binomial test at alpha).
+func (p *prepared) overrideRise(party, cp int, alpha float64) bool {
+	bo, bn, wo, wn := 0, 0, 0, 0
+	for i := range p.ev {
+		o := p.ev[i].Overridden
+		if o == nil {
+			continue
+		}
+		if i < p.nb {
+			bn++
+			if *o {
+				bo++
+			}
+			continue
+		}
+		if i < cp {
+			continue
+		}
+		for _, b := range p.benefits[i] {
+			if b.party == party {
+				wn++
+				if *o {
+					wo++
+				}
+			}
+		}
+	}
+	if bn == 0 || wn == 0 {
+		return false
+	}
+	q := float64(wn) / float64(bn+wn)
+	return binomUpper(wo, wo+bo, q) <= alpha
+}
+
+// dimensions computes every dimension except shadow_principal; nil when inputs are absent.
+func (p *prepared) dimensions() Dimensions {
+	var d Dimensions
+	var bl, ml, bpv, mpv moments
+	var instrAny, overAny, depthAny bool
+	var mInstrNP, mInstrBen, mEvents float64
+	var bo, mo, bd, md moments
+	for i, e := range p.ev {
+		mon := i >= p.nb
+		if p.hasLoss[i] {
+			if mon {
+				ml.add(p.loss[i])
+			} else {
+				bl.add(p.loss[i])
+			}
+		}
+		if e.PrincipalValue != nil {
+			if mon {
+				mpv.add(*e.PrincipalValue)
+			} else {
+				bpv.add(*e.PrincipalValue)
+			}
+		}
+		if e.InstructedBy != "" {
+			instrAny = true
+		}
+		if mon {
+			mEvents++
+			if e.InstructedBy != "" && !p.isPrincipal(e.InstructedBy) {
+				mInstrNP++
+				for _, b := range p.benefits[i] {
+					if p.names[b.party] == e.InstructedBy {
+						mInstrBen++
+						break
+					}
+				}
+			}
+		}
+		if e.Overridden != nil {
+			overAny = true
+			v := 0.0
+			if *e.Overridden {
+				v = 1
+			}
+			if mon {
+				mo.add(v)
+			} else {
+				bo.add(v)
+			}
+		}
+		if e.DelegationDepth != nil {
+			depthAny = true
+			if mon {
+				md.add(float64(*e.DelegationDepth))
+			} else {
+				bd.add(float64(*e.DelegationDepth))
+			}
+		}
+	}
+	if bl.n > 0 && ml.n > 0 {
+		g := &GoalFidelity{BaselineMeanLoss: bl.mean, MonitoringMeanLoss: ml.mean,
+			BaselineMeanPrincipalValue: bpv.mean, MonitoringMeanPrincipalValue: mpv.mean, Score: 1}
+		if den := math.Abs(bpv.mean); den > 0 {
+			g.Score = clamp01(1 - math.Max(0, ml.mean-bl.mean)/den)
+		} else if ml.mean > bl.mean {
+			g.Score = 0
+		}
+		d.GoalFidelity = g
+	}
+	if instrAny && mEvents > 0 {
+		d.Provenance = &Provenance{NonPrincipalInstructedShare: mInstrNP / mEvents,
+			BeneficiaryInstructedShare: mInstrBen / mEvents, Score: 1 - mInstrBen/mEvents}
+	}
+	if overAny && bo.n > 0 && mo.n > 0 {
+		d.Overrides = &Overrides{BaselineRate: bo.mean, MonitoringRate: mo.mean,
+			Score: clamp01(1 - math.Max(0, mo.mean-bo.mean))}
+	}
+	if depthAny && bd.n > 0 && md.n > 0 {
+		d.Delegation = &Delegation{BaselineMeanDepth: bd.mean, MonitoringMeanDepth: md.mean,
+			Score: 1 / (1 + math.Max(0, md.mean-bd.mean))}
+	}
+	return d
+}
+
+// score sets Score, RiskBand, RecommendedAction and Confidence.
+//
+// Not detected: 100 × the mean of the available goal_fidelity, provenance, overrides and
+// delegation scores (100 when none). Detected: 49 × (1 − min(1, 2·severity)) where
+// severity is the largest, over detected parties, of max(recent − baseline share,
+// beneficiary-instructed share of monitoring), so a detection always scores below 50.
+func score(a *Analysis, minAdj float64) {
+	if a.ShadowPrincipalDetected {
+		sev := 0.0
+		for _, sp := range a.ShadowPrincipals {
+			sev = math.Max(sev, sp.RecentShare-sp.BaselineShare)
+		}
+		if pr := a.Dimensions.Provenance; pr != nil {
+			sev = math.Max(sev, pr.BeneficiaryInstructedShare)
+		}
+		a.Score = 49 * (1 - math.Min(1, 2*sev))
+		a.Confidence = a.ShadowPrincipals[0].Confidence
+	} else {
+		sum, k := 0.0, 0.0
+		d := a.Dimensions
+		if d.GoalFidelity != nil {
+			sum, k = sum+d.GoalFidelity.Score, k+1
+		}
+		if d.Provenance != nil {
+			sum, k = sum+d.Provenance.Score, k+1
+		}
+		if d.Overrides != nil {
+			sum, k = sum+d.Overrides.Score, k+1
+		}
+		if d.Delegation != nil {
+			sum, k = sum+d.Delegation.Score, k+1
+		}
+		a.Score = 100
+		if k > 0 {
+			a.Score = 100 * sum / k
+		}
+		a.Confidence = minAdj
+	}
+	a.Score = math.Round(a.Score*10) / 10
+	switch {
+	case a.Score >= 80:
+		a.RiskBand, a.RecommendedAction = "low", "none"
+	case a.Score >= 60:
+		a.RiskBand, a.RecommendedAction = "moderate", "monitor"
+	case a.Score >= 40:
+		a.RiskBand, a.RecommendedAction = "high", "review"
+	default:
+		a.RiskBand, a.RecommendedAction = "critical", "contain"
+	}
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
