@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"riskapi/internal/delivery"
 	"riskapi/internal/ident"
 	"riskapi/internal/store"
 )
@@ -159,12 +160,19 @@ func validateSecret(secret string) *Error {
 }
 
 // checkURL applies the target policy (https in live mode, no private or loopback targets
-// unless allowed) to a URL.
+// unless allowed) to a URL. Only a verdict on the URL is a 400; a lookup cut short by the
+// request's own end is not the URL's fault.
 func (s *Server) checkURL(ctx context.Context, url string) *Error {
-	if err := s.cfg.Webhooks.Targets.CheckURL(ctx, url, principalFrom(ctx).Livemode()); err != nil {
-		return invalidField("url", "string (an https URL of a public host; http in test mode)", "string", "url is not usable: %v.", err)
+	err := s.cfg.Webhooks.Targets.CheckURL(ctx, url, principalFrom(ctx).Livemode())
+	var invalid *delivery.InvalidURLError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &invalid):
+		return invalidField("url", "string (an https URL of a public host; http in test mode)", "string", "%s.", strings.TrimSuffix(invalid.Reason, "."))
+	default:
+		return newError(CodeServiceUnavailable, "The webhook URL could not be checked right now. Retry shortly.")
 	}
-	return nil
 }
 
 type createWebhookRequest struct {
