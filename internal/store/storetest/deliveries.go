@@ -374,8 +374,9 @@ func testRecordAttemptOutcomes(t *testing.T, s store.Store) {
 	if got.Status != store.DeliverySucceeded || got.Attempts != 2 || got.LastError != "" || got.NextAttemptAt != nil {
 		t.Errorf("after the retry succeeded: status %s, attempts %d, last error %q, next %v", got.Status, got.Attempts, got.LastError, got.NextAttemptAt)
 	}
-	if e := mustEndpoint(t, s, ep); e.LastSuccessAt == nil || !e.LastSuccessAt.Equal(next) {
-		t.Errorf("LastSuccessAt = %v, want %s", e.LastSuccessAt, next)
+	// The last success is kept to within a minute: 5 s later it is not rewritten.
+	if e := mustEndpoint(t, s, ep); e.LastSuccessAt == nil || !e.LastSuccessAt.Equal(now) {
+		t.Errorf("LastSuccessAt = %v after a success 5 s after the last, want it kept at %s", e.LastSuccessAt, now)
 	}
 	// A success reported late never moves the last success back.
 	if _, err := s.RequestManualRetry(ctx, acct, store.ModeLive, ep.ID, ok.ID, next); err != nil {
@@ -384,12 +385,37 @@ func testRecordAttemptOutcomes(t *testing.T, s store.Store) {
 	if cs := mustClaim(t, s, claimPolicy("d3", 10, 0), next); len(cs) != 1 {
 		t.Fatalf("claimed %d, want the manual retry", len(cs))
 	}
-	mustRecord(t, s, "d3", ok.ID, store.AttemptOutcome{At: now, StatusCode: 200, Succeeded: true})
-	if e := mustEndpoint(t, s, ep); e.LastSuccessAt == nil || !e.LastSuccessAt.Equal(next) {
-		t.Errorf("LastSuccessAt = %v after an older success, want it kept at %s", e.LastSuccessAt, next)
+	mustRecord(t, s, "d3", ok.ID, store.AttemptOutcome{At: now.Add(-time.Second), StatusCode: 200, Succeeded: true})
+	if e := mustEndpoint(t, s, ep); e.LastSuccessAt == nil || !e.LastSuccessAt.Equal(now) {
+		t.Errorf("LastSuccessAt = %v after an older success, want it kept at %s", e.LastSuccessAt, now)
 	}
 	if n, err := s.PendingDeliveries(ctx); err != nil || n != 0 {
 		t.Errorf("PendingDeliveries = %d, %v; want 0", n, err)
+	}
+}
+
+// testLastSuccessAt: a success sets the endpoint's LastSuccessAt when it has none or the one
+// it has is more than a minute older; a success within that minute, or reported late, leaves
+// it alone.
+func testLastSuccessAt(t *testing.T, s store.Store) {
+	ep := mustCreateEndpoint(t, s, newEndpoint(ident.New("acct"), store.ModeLive, store.AllEvents))
+	ds := fanOut(t, s, ep, 5, t0)
+	now := t0.Add(time.Second)
+	mustClaim(t, s, claimPolicy("d1", 10, 0), now)
+	steps := []struct {
+		at, want time.Time
+	}{
+		{now, now}, // none yet
+		{now.Add(59 * time.Second), now},
+		{now.Add(time.Minute), now}, // exactly a minute: kept
+		{now.Add(time.Minute + time.Millisecond), now.Add(time.Minute + time.Millisecond)}, // more: written
+		{now.Add(30 * time.Second), now.Add(time.Minute + time.Millisecond)},               // late: never back
+	}
+	for i, step := range steps {
+		mustRecord(t, s, "d1", ds[i].ID, store.AttemptOutcome{At: step.at, StatusCode: 200, Succeeded: true})
+		if e := mustEndpoint(t, s, ep); e.LastSuccessAt == nil || !e.LastSuccessAt.Equal(step.want) {
+			t.Errorf("after a success at %s: LastSuccessAt = %v, want %s", step.at.Format(time.RFC3339Nano), e.LastSuccessAt, step.want)
+		}
 	}
 }
 
