@@ -26,11 +26,13 @@ import (
 var migrations embed.FS
 
 // Pool limits. 20 connections per instance leaves room for several instances under
-// PostgreSQL's default max_connections of 100; idle connections are closed after 5 minutes and
-// every connection is replaced after 30 so that a failover or a changed DNS name is picked up.
+// PostgreSQL's default max_connections of 100. As many may stay idle as may be open: with
+// fewer, a busy webhook dispatcher (32 workers) opened and closed some 170 sessions a second.
+// Idle connections are closed after 5 minutes and every connection is replaced after 30 so
+// that a failover or a changed DNS name is picked up.
 const (
 	maxOpenConns    = 20
-	maxIdleConns    = 5
+	maxIdleConns    = maxOpenConns
 	connMaxIdleTime = 5 * time.Minute
 	connMaxLifetime = 30 * time.Minute
 )
