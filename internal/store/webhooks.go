@@ -55,7 +55,7 @@ type WebhookEndpoint struct {
 	DisabledReason string // "" while enabled
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-	LastSuccessAt  *time.Time // last successful delivery, nil if none yet
+	LastSuccessAt  *time.Time // last successful delivery (written at most once a minute), nil if none yet
 }
 
 // Delivery statuses.
