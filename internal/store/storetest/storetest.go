@@ -231,21 +231,27 @@ func sameOptionalTime(got, want *time.Time) string {
 	return sameTime(*got, *want)
 }
 
+// fieldDiffs collects the fields in which a stored object differs from the one expected,
+// so a check reports every difference at once.
+type fieldDiffs []string
+
+// field records name when got and want print differently.
+func (d *fieldDiffs) field(name string, got, want any) {
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		*d = append(*d, fmt.Sprintf("%s = %v, want %v", name, got, want))
+	}
+}
+
 func checkAccount(t *testing.T, got, want store.Account) {
 	t.Helper()
-	var diffs []string
-	field := func(name string, got, want any) {
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", name, got, want))
-		}
-	}
-	field("ID", got.ID, want.ID)
-	field("Name", got.Name, want.Name)
-	field("Email", got.Email, want.Email)
-	field("Plan", got.Plan, want.Plan)
-	field("Region", got.Region, want.Region)
+	var diffs fieldDiffs
+	diffs.field("ID", got.ID, want.ID)
+	diffs.field("Name", got.Name, want.Name)
+	diffs.field("Email", got.Email, want.Email)
+	diffs.field("Plan", got.Plan, want.Plan)
+	diffs.field("Region", got.Region, want.Region)
 	// fmt prints maps sorted by key, so equal maps print equally.
-	field("CustomLimits", got.CustomLimits, want.CustomLimits)
+	diffs.field("CustomLimits", got.CustomLimits, want.CustomLimits)
 	if (got.CustomLimits == nil) != (want.CustomLimits == nil) {
 		diffs = append(diffs, fmt.Sprintf("CustomLimits = %#v, want %#v", got.CustomLimits, want.CustomLimits))
 	}
@@ -259,24 +265,19 @@ func checkAccount(t *testing.T, got, want store.Account) {
 
 func checkKey(t *testing.T, got, want store.APIKey) {
 	t.Helper()
-	var diffs []string
-	field := func(name string, got, want any) {
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", name, got, want))
-		}
-	}
-	field("ID", got.ID, want.ID)
-	field("AccountID", got.AccountID, want.AccountID)
-	field("Type", got.Type, want.Type)
-	field("Mode", got.Mode, want.Mode)
-	field("Name", got.Name, want.Name)
+	var diffs fieldDiffs
+	diffs.field("ID", got.ID, want.ID)
+	diffs.field("AccountID", got.AccountID, want.AccountID)
+	diffs.field("Type", got.Type, want.Type)
+	diffs.field("Mode", got.Mode, want.Mode)
+	diffs.field("Name", got.Name, want.Name)
 	if !slices.Equal(got.Scopes, want.Scopes) || (got.Scopes == nil) != (want.Scopes == nil) {
 		diffs = append(diffs, fmt.Sprintf("Scopes = %#v, want %#v", got.Scopes, want.Scopes))
 	}
-	field("RateLimit", got.RateLimit, want.RateLimit)
-	field("Hash", got.Hash, want.Hash)
-	field("Prefix", got.Prefix, want.Prefix)
-	field("Last4", got.Last4, want.Last4)
+	diffs.field("RateLimit", got.RateLimit, want.RateLimit)
+	diffs.field("Hash", got.Hash, want.Hash)
+	diffs.field("Prefix", got.Prefix, want.Prefix)
+	diffs.field("Last4", got.Last4, want.Last4)
 	if d := sameTime(got.CreatedAt, want.CreatedAt); d != "" {
 		diffs = append(diffs, "CreatedAt = "+d)
 	}

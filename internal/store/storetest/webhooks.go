@@ -48,23 +48,18 @@ func mustEndpoint(t *testing.T, s store.Store, e store.WebhookEndpoint) store.We
 
 func checkEndpoint(t *testing.T, got, want store.WebhookEndpoint) {
 	t.Helper()
-	var diffs []string
-	field := func(name string, got, want any) {
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", name, got, want))
-		}
-	}
-	field("ID", got.ID, want.ID)
-	field("AccountID", got.AccountID, want.AccountID)
-	field("Mode", got.Mode, want.Mode)
-	field("URL", got.URL, want.URL)
+	var diffs fieldDiffs
+	diffs.field("ID", got.ID, want.ID)
+	diffs.field("AccountID", got.AccountID, want.AccountID)
+	diffs.field("Mode", got.Mode, want.Mode)
+	diffs.field("URL", got.URL, want.URL)
 	if !slices.Equal(got.Events, want.Events) {
 		diffs = append(diffs, fmt.Sprintf("Events = %#v, want %#v", got.Events, want.Events))
 	}
-	field("Secret", got.Secret, want.Secret)
-	field("Description", got.Description, want.Description)
-	field("Status", got.Status, want.Status)
-	field("DisabledReason", got.DisabledReason, want.DisabledReason)
+	diffs.field("Secret", got.Secret, want.Secret)
+	diffs.field("Description", got.Description, want.Description)
+	diffs.field("Status", got.Status, want.Status)
+	diffs.field("DisabledReason", got.DisabledReason, want.DisabledReason)
 	if d := sameTime(got.CreatedAt, want.CreatedAt); d != "" {
 		diffs = append(diffs, "CreatedAt = "+d)
 	}
@@ -81,23 +76,18 @@ func checkEndpoint(t *testing.T, got, want store.WebhookEndpoint) {
 
 func checkDelivery(t *testing.T, got, want store.Delivery) {
 	t.Helper()
-	var diffs []string
-	field := func(name string, got, want any) {
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", name, got, want))
-		}
-	}
-	field("ID", got.ID, want.ID)
-	field("EndpointID", got.EndpointID, want.EndpointID)
-	field("EventID", got.EventID, want.EventID)
-	field("EventType", got.EventType, want.EventType)
-	field("AccountID", got.AccountID, want.AccountID)
-	field("Mode", got.Mode, want.Mode)
-	field("Status", got.Status, want.Status)
-	field("Attempts", got.Attempts, want.Attempts)
-	field("LastStatusCode", got.LastStatusCode, want.LastStatusCode)
-	field("LastError", got.LastError, want.LastError)
-	field("ManualRetry", got.ManualRetry, want.ManualRetry)
+	var diffs fieldDiffs
+	diffs.field("ID", got.ID, want.ID)
+	diffs.field("EndpointID", got.EndpointID, want.EndpointID)
+	diffs.field("EventID", got.EventID, want.EventID)
+	diffs.field("EventType", got.EventType, want.EventType)
+	diffs.field("AccountID", got.AccountID, want.AccountID)
+	diffs.field("Mode", got.Mode, want.Mode)
+	diffs.field("Status", got.Status, want.Status)
+	diffs.field("Attempts", got.Attempts, want.Attempts)
+	diffs.field("LastStatusCode", got.LastStatusCode, want.LastStatusCode)
+	diffs.field("LastError", got.LastError, want.LastError)
+	diffs.field("ManualRetry", got.ManualRetry, want.ManualRetry)
 	if d := sameOptionalTime(got.NextAttemptAt, want.NextAttemptAt); d != "" {
 		diffs = append(diffs, "NextAttemptAt = "+d)
 	}
