@@ -110,50 +110,50 @@ func regIncBeta(a, b, x float64) float64 {
 	return 1 - bt*betaCF(b, a, 1-x)/b
 }
 
+// betaCF evaluates the continued fraction of the regularised incomplete beta function by
+// the modified Lentz method (Press et al., Numerical Recipes, 3rd ed., §6.4): each iteration
+// applies the even and the odd term of the fraction.
 func betaCF(a, b, x float64) float64 {
 	const (
 		maxIter = 300
 		eps     = 1e-14
-		fpmin   = 1e-300
 	)
 	qab, qap, qam := a+b, a+1, a-1
-	c, d := 1.0, 1-qab*x/qap
-	if math.Abs(d) < fpmin {
-		d = fpmin
-	}
-	d = 1 / d
+	c, d := 1.0, 1/nonZero(1-qab*x/qap)
 	h := d
 	for m := 1; m <= maxIter; m++ {
 		fm := float64(m)
 		m2 := 2 * fm
-		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < fpmin {
-			d = fpmin
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < fpmin {
-			c = fpmin
-		}
-		d = 1 / d
-		h *= d * c
-		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < fpmin {
-			d = fpmin
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < fpmin {
-			c = fpmin
-		}
-		d = 1 / d
-		del := d * c
-		h *= del
-		if math.Abs(del-1) < eps {
+		even := fm * (b - fm) * x / ((qam + m2) * (a + m2))
+		odd := -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
+		var step float64
+		c, d, step = lentzStep(even, c, d)
+		h *= step
+		c, d, step = lentzStep(odd, c, d)
+		h *= step
+		if math.Abs(step-1) < eps {
 			break
 		}
 	}
 	return h
+}
+
+// lentzStep applies one term aa of a continued fraction to Lentz's c and d and returns them
+// with the factor the running value is multiplied by.
+func lentzStep(aa, c, d float64) (float64, float64, float64) {
+	d = 1 / nonZero(1+aa*d)
+	c = nonZero(1 + aa/c)
+	return c, d, d * c
+}
+
+// nonZero keeps Lentz's intermediates away from zero (a tiny value in place of 0), as the
+// method prescribes, so no division by zero occurs.
+func nonZero(v float64) float64 {
+	const fpmin = 1e-300
+	if math.Abs(v) < fpmin {
+		return fpmin
+	}
+	return v
 }
 
 // holm returns Holm–Bonferroni adjusted p-values (Holm 1979), in the input order.
