@@ -24,6 +24,11 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/events", s.protected("events:read", s.handleListEvents()))
 	s.mux.Handle("GET /v1/events/{id}", s.protected("events:read", s.handleGetEvent()))
 
+	s.mux.Handle("POST /v1/drift/events", s.protected("drift:write", s.handleIngestDriftEvents()))
+	s.mux.Handle("POST /v1/drift/analyze", s.protected("drift:write", s.handleAnalyzeDrift()))
+	s.mux.Handle("GET /v1/drift/analyses", s.protected("drift:read", s.handleListAnalyses(driftAnalyses, agentIDPattern, agentIDExpected)))
+	s.mux.Handle("GET /v1/drift/analyses/{id}", s.protected("drift:read", s.handleGetAnalysis(driftAnalyses)))
+
 	s.mux.Handle("POST /v1/webhooks", s.protected("webhooks:write", s.handleCreateWebhook()))
 	s.mux.Handle("GET /v1/webhooks", s.protected("webhooks:read", s.handleListWebhooks()))
 	s.mux.Handle("GET /v1/webhooks/{id}", s.protected("webhooks:read", s.handleGetWebhook()))

@@ -172,6 +172,8 @@ type Store interface {
 
 	EventStore
 	WebhookStore
+	AnalysisStore
+	DriftEventStore
 }
 
 // EventStore keeps the event outbox. Products write an event in the same transaction as

@@ -76,6 +76,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RecordAttemptGone", testRecordAttemptGone},
 		{"AutoDisable", testAutoDisable},
 		{"LeaseLost", testLeaseLost},
+		{"AnalysisRoundTrip", testAnalysisRoundTrip},
+		{"AnalysisOutboxAtomic", testAnalysisOutboxAtomic},
+		{"ListAnalyses", testListAnalyses},
+		{"DriftEvents", testDriftEvents},
+		{"DriftEventsConcurrent", testDriftEventsConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
