@@ -174,6 +174,7 @@ type Store interface {
 	WebhookStore
 	AnalysisStore
 	DriftEventStore
+	SimulationStore
 }
 
 // EventStore keeps the event outbox. Products write an event in the same transaction as

@@ -81,6 +81,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ListAnalyses", testListAnalyses},
 		{"DriftEvents", testDriftEvents},
 		{"DriftEventsConcurrent", testDriftEventsConcurrent},
+		{"SimulationLifecycle", testSimulationLifecycle},
+		{"SimulationLeases", testSimulationLeases},
+		{"ListSimulations", testListSimulations},
+		{"SimulationClaimConcurrent", testSimulationClaimConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
