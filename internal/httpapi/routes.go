@@ -29,6 +29,10 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/drift/analyses", s.protected("drift:read", s.handleListAnalyses(driftAnalyses, agentIDPattern, agentIDExpected)))
 	s.mux.Handle("GET /v1/drift/analyses/{id}", s.protected("drift:read", s.handleGetAnalysis(driftAnalyses)))
 
+	// Test mode: synthetic data with known truth, test-mode keys only. The product's write
+	// scope is checked once the body names the product.
+	s.mux.Handle("POST /v1/test/generate", s.protected("", testModeOnly(s.handleTestGenerate())))
+
 	s.mux.Handle("POST /v1/webhooks", s.protected("webhooks:write", s.handleCreateWebhook()))
 	s.mux.Handle("GET /v1/webhooks", s.protected("webhooks:read", s.handleListWebhooks()))
 	s.mux.Handle("GET /v1/webhooks/{id}", s.protected("webhooks:read", s.handleGetWebhook()))
