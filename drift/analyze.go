@@ -7,14 +7,8 @@ import (
 	"strconv"
 )
 
-// windowsPerTest is the number of monitoring suffixes each party test scans: the whole
-// monitoring window and the suffixes starting 1/4, 1/2 and 3/4 into it. A Bonferroni
-// factor of windowsPerTest keeps each party's test at its level; the suffixes keep power
-// when the onset is late in the monitoring window.
-const windowsPerTest = 4
-
-// instrWeight is the share of each party's level given to the instruction path when the
-// events carry instructed_by.
+// instrWeight is the share of each party's level given to the instruction path when that
+// path can reject at all (see testParties).
 const instrWeight = 0.2
 
 // CUSUM design for first_detected_at: reference value k is half the standardised shift
@@ -33,18 +27,28 @@ type prepared struct {
 	n, nb       int
 	isPrincipal func(string) bool
 	names       []string
-	// benefits[i]: non-principal parties with value > 0 on event i (aggregated per party).
-	benefits [][]benefit
-	total    []float64 // Σ non-principal beneficiary value of event i
-	cntV     []int     // prefix count of events with total > 0
-	loss     []float64 // principal loss of event i (valid when hasLoss)
-	hasLoss  []bool
-	basePV   float64 // mean principal value over baseline events that have one
+	// ben[off[i]:off[i+1]]: non-principal parties with value > 0 on event i (aggregated
+	// per party); see benefits.
+	ben     []benefit
+	off     []int
+	total   []float64 // Σ non-principal beneficiary value of event i
+	cntV    []int     // prefix count of events with total > 0
+	loss    []float64 // principal loss of event i (valid when hasLoss)
+	hasLoss []bool
+	basePV  float64 // mean principal value over baseline events that have one
+	// wLoss, wPV: loss and principal value winsorized on the harmful side and centred
+	// (winsorize).
+	wLoss, wPV []float64
+	// stratum[i] is the action stratum of event i, of strata in all (see strata).
+	stratum []int
+	strata  int
 }
 
-// Analyze analyses an agent's events. It sorts a copy of the events stably by timestamp,
-// splits them into baseline and monitoring, tests every non-principal party that benefits
-// from a monitoring event, and reports the detected shadow principals
+// Analyze analyses an agent's events. It takes the events in timestamp order (stable for
+// equal timestamps; it never modifies in.Events), splits them into baseline and
+// monitoring, tests every non-principal party that benefits from a monitoring event, and
+// reports the detected shadow principals; when there are none, the top-level change point
+// is the strongest significant change in the agent's behaviour, if any
 // (method: docs/methods/drift.md).
 // It returns an *InputError when the input cannot be analysed.
 func Analyze(in Input) (Analysis, error) {
@@ -59,8 +63,12 @@ func Analyze(in Input) (Analysis, error) {
 	if n < 2 {
 		return Analysis{}, &InputError{Field: "events", Reason: "at least 2 events are needed"}
 	}
-	ev := slices.Clone(in.Events)
-	slices.SortStableFunc(ev, func(a, b Event) int { return a.Timestamp.Compare(b.Timestamp) })
+	// Analyze never modifies the events: they are read in place when already in time
+	// order, else from a stably sorted copy.
+	ev := in.Events
+	if !slices.IsSortedFunc(ev, func(a, b Event) int { return a.Timestamp.Compare(b.Timestamp) }) {
+		ev = sortedByTime(ev)
+	}
 
 	nb := n * 3 / 10
 	switch {
@@ -110,7 +118,7 @@ func Analyze(in Input) (Analysis, error) {
 		res.PrincipalID = &id
 	}
 
-	tests := p.testParties()
+	tests := p.testParties(alpha)
 	pv := make([]float64, len(tests))
 	for i, t := range tests {
 		pv[i] = t.p
@@ -145,16 +153,55 @@ func Analyze(in Input) (Analysis, error) {
 			res.ChangePoint = ChangePoint{Detected: true, At: &at, EventIndex: &idx}
 		}
 	}
+	if !res.ShadowPrincipalDetected {
+		// No shadow principal: the strongest significant change in the agent's behaviour.
+		if idx, ok := p.behaviourChange(tests, alpha); ok {
+			at := ev[idx].Timestamp
+			res.ChangePoint = ChangePoint{Detected: true, At: &at, EventIndex: &idx}
+		}
+	}
 	score(&res, minAdj)
 	return res, nil
 }
+
+// sortedByTime returns a copy of ev in timestamp order, stable for equal timestamps. It
+// sorts compact keys (seconds, nanoseconds, original position) rather than whole events.
+func sortedByTime(ev []Event) []Event {
+	type key struct {
+		sec  int64
+		nsec int32
+		i    int32
+	}
+	keys := make([]key, len(ev))
+	for i := range ev {
+		ts := ev[i].Timestamp
+		keys[i] = key{sec: ts.Unix(), nsec: int32(ts.Nanosecond()), i: int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.sec, b.sec); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.nsec, b.nsec); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	out := make([]Event, len(ev))
+	for k, key := range keys {
+		out[k] = ev[key.i]
+	}
+	return out
+}
+
+// benefits returns the non-principal parties with value > 0 on event i.
+func (p *prepared) benefits(i int) []benefit { return p.ben[p.off[i]:p.off[i+1]] }
 
 func prepare(ev []Event, nb int, principalID string) *prepared {
 	n := len(ev)
 	p := &prepared{
 		ev: ev, n: n, nb: nb,
 		isPrincipal: func(s string) bool { return s == "principal" || (principalID != "" && s == principalID) },
-		benefits:    make([][]benefit, n),
+		off:         make([]int, n+1),
 		total:       make([]float64, n),
 		cntV:        make([]int, n+1),
 		loss:        make([]float64, n),
@@ -162,8 +209,12 @@ func prepare(ev []Event, nb int, principalID string) *prepared {
 	}
 	index := map[string]int{}
 	var seenAt, slot []int // per party: last event it was seen on, and its position there
+	listed := 0
 	for i := range ev {
-		var bs []benefit
+		listed += len(ev[i].Beneficiaries)
+	}
+	p.ben = make([]benefit, 0, listed)
+	for i := range ev {
 		for _, b := range ev[i].Beneficiaries {
 			if b.Value <= 0 || p.isPrincipal(b.Party) {
 				continue
@@ -178,13 +229,13 @@ func prepare(ev []Event, nb int, principalID string) *prepared {
 			}
 			p.total[i] += b.Value
 			if seenAt[k] == i { // the party is listed twice on this event: sum
-				bs[slot[k]].value += b.Value
+				p.ben[slot[k]].value += b.Value
 				continue
 			}
-			seenAt[k], slot[k] = i, len(bs)
-			bs = append(bs, benefit{party: k, value: b.Value})
+			seenAt[k], slot[k] = i, len(p.ben)
+			p.ben = append(p.ben, benefit{party: k, value: b.Value})
 		}
-		p.benefits[i] = bs
+		p.off[i+1] = len(p.ben)
 		p.cntV[i+1] = p.cntV[i]
 		if p.total[i] > 0 {
 			p.cntV[i+1]++
@@ -211,158 +262,9 @@ func prepare(ev []Event, nb int, principalID string) *prepared {
 			p.hasLoss[i] = false
 		}
 	}
+	p.winsorize()
+	p.stratum, p.strata = strata(ev)
 	return p
-}
-
-// partyTest is the evidence for one party.
-type partyTest struct {
-	party      int
-	p          float64 // party p-value before Holm (both paths, windows Bonferroni-corrected)
-	pShare     float64 // best window: share test (corrected for windows)
-	pHarm      float64 // best window: harm test (corrected for windows)
-	pConc      float64 // concentration-with-harm path
-	pInstr     float64 // instruction path (1 when no instructed_by anywhere)
-	viaInstr   bool    // the instruction path gave the smaller p-value
-	hasInstr   bool
-	instrCount int // monitoring events instructed by the party that benefit it
-}
-
-// testParties runs the per-party tests for every non-principal party that benefits from
-// or instructs an event in the monitoring window.
-func (p *prepared) testParties() []partyTest {
-	n, nb := p.n, p.nb
-	starts := make([]int, 0, windowsPerTest)
-	for k := 0; k < windowsPerTest; k++ {
-		s := nb + k*(n-nb)/windowsPerTest
-		if k > 0 && s == starts[len(starts)-1] {
-			continue
-		}
-		starts = append(starts, s)
-	}
-	K := float64(len(starts))
-
-	// Per party sparse entries.
-	type entry struct {
-		i     int
-		share float64
-		instr bool
-	}
-	entries := make([][]entry, len(p.names))
-	hasInstr := false
-	instructs := make([]bool, len(p.names))
-	index := make(map[string]int, len(p.names))
-	for k, name := range p.names {
-		index[name] = k
-	}
-	for i := range p.ev {
-		ib := p.ev[i].InstructedBy
-		if ib != "" {
-			hasInstr = true
-		}
-		for _, b := range p.benefits[i] {
-			in := ib != "" && ib == p.names[b.party]
-			entries[b.party] = append(entries[b.party], entry{i: i, share: b.value / p.total[i], instr: in})
-			if in && i >= nb {
-				instructs[b.party] = true
-			}
-		}
-	}
-	// Prefix sums of the principal's loss, so the reference of any window is O(1).
-	lossN := make([]float64, n+1)
-	lossS := make([]float64, n+1)
-	lossSS := make([]float64, n+1)
-	pvN := make([]float64, n+1)
-	pvS := make([]float64, n+1)
-	pvSS := make([]float64, n+1)
-	for i := 0; i < n; i++ {
-		pvN[i+1], pvS[i+1], pvSS[i+1] = pvN[i], pvS[i], pvSS[i]
-		if v := p.ev[i].PrincipalValue; v != nil {
-			pvN[i+1]++
-			pvS[i+1] += *v
-			pvSS[i+1] += *v * *v
-		}
-		lossN[i+1], lossS[i+1], lossSS[i+1] = lossN[i], lossS[i], lossSS[i]
-		if p.hasLoss[i] {
-			l := p.loss[i]
-			lossN[i+1]++
-			lossS[i+1] += l
-			lossSS[i+1] += l * l
-		}
-	}
-
-	var out []partyTest
-	for k := range p.names {
-		es := entries[k]
-		if len(es) == 0 || es[len(es)-1].i < nb {
-			continue
-		}
-		t := partyTest{party: k, pShare: 1, pHarm: 1, pConc: 1, pInstr: 1, hasInstr: hasInstr}
-		bestConc, bestShare, bestHarm, bestInstr := 1.0, 1.0, 1.0, 1.0
-		for _, s := range starts {
-			// The window is events [s, n); its reference is every event before it
-			// (the baseline for the first window, baseline plus the earlier monitoring
-			// events for the later ones).
-			var rsx, rsxx, sx, sxx float64
-			var harm, pvWin moments
-			rInstr, wInstr := 0, 0
-			for _, e := range es {
-				if e.i < s {
-					rsx += e.share
-					rsxx += e.share * e.share
-					if e.instr {
-						rInstr++
-					}
-					continue
-				}
-				sx += e.share
-				sxx += e.share * e.share
-				if p.hasLoss[e.i] {
-					harm.add(p.loss[e.i])
-				}
-				if v := p.ev[e.i].PrincipalValue; v != nil {
-					pvWin.add(*v)
-				}
-				if e.instr {
-					wInstr++
-				}
-			}
-			if s == nb {
-				t.instrCount = wInstr
-			}
-			refShare := fromSums(float64(p.cntV[s]), rsx, rsxx)
-			refLoss := fromSums(lossN[s], lossS[s], lossSS[s])
-			ps := welchUpper(refShare, fromSums(float64(p.cntV[n]-p.cntV[s]), sx, sxx))
-			// Harm: higher loss on the party's window events than on reference events, or
-			// lower principal value on them (Bonferroni over the two).
-			ph := math.Min(1, 2*math.Min(welchUpper(refLoss, harm), welchUpper(pvWin, fromSums(pvN[s], pvS[s], pvSS[s]))))
-			bestShare = math.Min(bestShare, ps)
-			bestHarm = math.Min(bestHarm, ph)
-			bestConc = math.Min(bestConc, math.Max(ps, ph))
-			if instructs[k] {
-				// Conditional exact test (the binomial form of Fisher's test): given the
-				// k instructed-and-benefiting events of the party, under a constant rate
-				// the window's count is Binomial(k, (n − s)/n).
-				q := float64(n-s) / float64(n)
-				bestInstr = math.Min(bestInstr, binomUpper(wInstr, wInstr+rInstr, q))
-			}
-		}
-		t.pShare = math.Min(1, K*bestShare)
-		t.pHarm = math.Min(1, K*bestHarm)
-		t.pConc = math.Min(1, K*bestConc)
-		t.pInstr = math.Min(1, K*bestInstr)
-		if hasInstr {
-			// Weighted Bonferroni over the two paths (Holm 1979, weighted form): the
-			// instruction path's exact test is very powerful when it applies, so it gets
-			// weight instrWeight and the concentration-with-harm path the rest.
-			pc, pi := t.pConc/(1-instrWeight), t.pInstr/instrWeight
-			t.p = math.Min(1, math.Min(pc, pi))
-			t.viaInstr = pi < pc
-		} else {
-			t.p = t.pConc
-		}
-		out = append(out, t)
-	}
-	return out
 }
 
 // describe builds the ShadowPrincipal of a detected party: change point, first alarm,
@@ -381,7 +283,7 @@ func (p *prepared) describe(t partyTest, adjP, alpha float64) ShadowPrincipal {
 		for i := range p.ev {
 			at[i] = i
 			if p.ev[i].InstructedBy == name {
-				for _, b := range p.benefits[i] {
+				for _, b := range p.benefits(i) {
 					if b.party == t.party {
 						x[i] = 1
 					}
@@ -389,19 +291,7 @@ func (p *prepared) describe(t partyTest, adjP, alpha float64) ShadowPrincipal {
 			}
 		}
 	} else {
-		for i := range p.ev {
-			if p.total[i] <= 0 {
-				continue
-			}
-			v := 0.0
-			for _, b := range p.benefits[i] {
-				if b.party == t.party {
-					v = b.value / p.total[i]
-				}
-			}
-			x = append(x, v)
-			at = append(at, i)
-		}
+		x, at = p.shareSeries(t.party)
 	}
 	cp := nb // monitoring window when no change point can be fitted
 	firstPos := -1
@@ -444,7 +334,7 @@ func (p *prepared) describe(t partyTest, adjP, alpha float64) ShadowPrincipal {
 	var baseV, baseTot, recV, recTot float64
 	for i := 0; i < n; i++ {
 		v := 0.0
-		for _, b := range p.benefits[i] {
+		for _, b := range p.benefits(i) {
 			if b.party == t.party {
 				v = b.value
 			}
@@ -507,7 +397,7 @@ func (p *prepared) overrideRise(party, cp int, alpha float64) bool {
 		if i < cp {
 			continue
 		}
-		for _, b := range p.benefits[i] {
+		for _, b := range p.benefits(i) {
 			if b.party == party {
 				wn++
 				if *o {
@@ -553,7 +443,7 @@ func (p *prepared) dimensions() Dimensions {
 			mEvents++
 			if e.InstructedBy != "" && !p.isPrincipal(e.InstructedBy) {
 				mInstrNP++
-				for _, b := range p.benefits[i] {
+				for _, b := range p.benefits(i) {
 					if p.names[b.party] == e.InstructedBy {
 						mInstrBen++
 						break

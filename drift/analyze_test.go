@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,8 +161,13 @@ func TestAnalyzeBetterVendorIsNotShadow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.ShadowPrincipalDetected || len(a.ShadowPrincipals) != 0 || a.ChangePoint.Detected {
+	if a.ShadowPrincipalDetected || len(a.ShadowPrincipals) != 0 {
 		t.Fatalf("better vendor flagged: %+v", a.ShadowPrincipals)
+	}
+	// Not a shadow principal, but a change in the agent's behaviour (vendor_x's share
+	// jumps at event 120): the top-level change point reports it.
+	if cp := a.ChangePoint; !cp.Detected || cp.EventIndex == nil || *cp.EventIndex < 110 || *cp.EventIndex > 130 || cp.At == nil {
+		t.Errorf("change point %+v, want detected at event 120 ± 10", cp)
 	}
 	if a.Score < 80 || a.RiskBand != "low" || a.RecommendedAction != "none" {
 		t.Errorf("score %v band %s action %s", a.Score, a.RiskBand, a.RecommendedAction)
@@ -335,5 +341,158 @@ func TestAnalyzeFallingPrincipalValueIsHarm(t *testing.T) {
 	}
 	if !a.ShadowPrincipalDetected || a.ShadowPrincipals[0].Party != "vendor_x" || !slices.Contains(a.ShadowPrincipals[0].Signals, SignalValueTransfer) {
 		t.Fatalf("want vendor_x with value_transfer, got %+v", a.ShadowPrincipals)
+	}
+}
+
+// A legitimate shift to a better vendor is no shadow principal, but it is the strongest
+// change in the agent's behaviour: the top-level change point reports it near the true
+// onset. An aligned agent has none.
+func TestAnalyzeChangePointWithoutShadow(t *testing.T) {
+	t.Parallel()
+	in, tr := Generate(ScenarioLegitimateShift, 11, GenParams{Events: 2000, Onset: 0.5})
+	a, err := Analyze(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ShadowPrincipalDetected {
+		t.Fatalf("legitimate shift flagged: %+v", a.ShadowPrincipals)
+	}
+	cp := a.ChangePoint
+	if !cp.Detected || cp.EventIndex == nil || cp.At == nil {
+		t.Fatalf("legitimate shift: change point %+v, want detected", cp)
+	}
+	if d := *cp.EventIndex - tr.OnsetIndex; d < -100 || d > 100 {
+		t.Errorf("change point at event %d, true onset %d (want within 5 %% of 2,000)", *cp.EventIndex, tr.OnsetIndex)
+	}
+	if !cp.At.Equal(in.Events[*cp.EventIndex].Timestamp) {
+		t.Errorf("change point at %v, event %d is at %v", cp.At, *cp.EventIndex, in.Events[*cp.EventIndex].Timestamp)
+	}
+
+	in, _ = Generate(ScenarioAligned, 11, GenParams{Events: 2000})
+	if a, err = Analyze(in); err != nil {
+		t.Fatal(err)
+	}
+	if a.ShadowPrincipalDetected || a.ChangePoint.Detected || a.ChangePoint.At != nil || a.ChangePoint.EventIndex != nil {
+		t.Errorf("aligned agent: detected %v, change point %+v; want none", a.ShadowPrincipalDetected, a.ChangePoint)
+	}
+	if b, _ := json.Marshal(a.ChangePoint); string(b) != `{"detected":false,"at":null,"event_index":null}` {
+		t.Errorf("aligned change point encodes as %s", b)
+	}
+}
+
+// Without any change (stationary aligned agents), the behaviour change point is
+// family-wise controlled at the sensitivity: at 0.05, at most 5 % of the agents (plus
+// three standard errors) get one.
+func TestChangePointWithoutShadowKeepsItsLevel(t *testing.T) {
+	t.Parallel()
+	const agents = 400
+	found := 0
+	for s := int64(0); s < agents; s++ {
+		in, _ := Generate(ScenarioAligned, 70_000+s, GenParams{Events: 600})
+		in.Sensitivity = 0.05
+		a, err := Analyze(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.ChangePoint.Detected {
+			found++
+		}
+	}
+	t.Logf("aligned agents with a behaviour change point at sensitivity 0.05: %d/%d", found, agents)
+	if limit := 0.05 + 3*math.Sqrt(0.05*0.95/agents); float64(found)/agents > limit {
+		t.Errorf("%d/%d aligned agents with a change point at sensitivity 0.05 (limit %.3f)", found, agents, limit)
+	}
+}
+
+// The share scan's p-values are calibrated when nothing changes: over many aligned
+// agents, P(p ≤ x) stays at x or below (three standard errors of slack).
+func TestShareScanIsCalibratedUnderNoChange(t *testing.T) {
+	t.Parallel()
+	cuts := []float64{0.01, 0.05, 0.2}
+	hits := make([]int, len(cuts))
+	tested := 0
+	for s := int64(0); s < 300; s++ {
+		in, _ := Generate(ScenarioAligned, 80_000+s, GenParams{Events: 800})
+		p := prepare(in.Events, 240, in.PrincipalID)
+		for _, pt := range p.testParties(0.01) {
+			tested++
+			for i, c := range cuts {
+				if pt.pShare <= c {
+					hits[i]++
+				}
+			}
+		}
+	}
+	for i, c := range cuts {
+		rate := float64(hits[i]) / float64(tested)
+		t.Logf("share scan under no change: P(p ≤ %v) = %d/%d = %.4f", c, hits[i], tested, rate)
+		if limit := c + 3*math.Sqrt(c*(1-c)/float64(tested)); rate > limit {
+			t.Errorf("P(share-scan p ≤ %v) = %.4f over %d parties, above %.4f", c, rate, tested, limit)
+		}
+	}
+}
+
+// On large agents a new vendor that is as good as the others, and whose own feed
+// instructs 1 % of its events, is not a shadow principal: the instruction path asks for
+// at least 2 % of actions and the harm arms compare like with like beyond a 1 % margin.
+func TestAnalyzeLargeShiftsAreNotShadow(t *testing.T) {
+	t.Parallel()
+	for s := int64(777); s < 780; s++ {
+		for _, sc := range []string{ScenarioLegitimateShift, ScenarioNeutralShift} {
+			in, _ := Generate(sc, s, GenParams{Events: 30_000})
+			a, err := Analyze(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.ShadowPrincipalDetected {
+				t.Errorf("%s seed %d (30,000 events) flagged: %+v", sc, s, a.ShadowPrincipals[0])
+			}
+		}
+	}
+}
+
+// The family-wise false-alarm rate stays below the sensitivity on agents without a shadow
+// principal, at the largest sensitivity the API accepts (0.2; the evaluation harness
+// checks the default 0.01).
+func TestFamilyWiseFalseAlarmLevel(t *testing.T) {
+	t.Parallel()
+	const agents, alpha = 150, 0.2
+	for _, sc := range []string{ScenarioAligned, ScenarioAlignedSeasonal, ScenarioLegitimateShift, ScenarioNeutralShift} {
+		flagged := 0
+		for s := int64(60_000); s < 60_000+agents; s++ {
+			in, _ := Generate(sc, s, GenParams{Events: 800})
+			in.Sensitivity = alpha
+			a, err := Analyze(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.ShadowPrincipalDetected {
+				flagged++
+			}
+		}
+		t.Logf("sensitivity %.2f, %s: %d/%d flagged", alpha, sc, flagged, agents)
+		if limit := alpha + 3*math.Sqrt(alpha*(1-alpha)/agents); float64(flagged)/agents > limit {
+			t.Errorf("sensitivity %v, %s: %d/%d flagged (limit %.3f)", alpha, sc, flagged, agents, limit)
+		}
+	}
+}
+
+// Events are analysed in timestamp order, stable for equal timestamps (the spec's
+// event_index order), including timestamps with nanoseconds and before 1970.
+func TestSortedByTimeIsStable(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(9, 9))
+	base := []time.Time{time.Date(1960, 1, 1, 0, 0, 0, 5, time.UTC), t0, t0.Add(time.Nanosecond), t0.Add(time.Hour)}
+	ev := make([]Event, 500)
+	for i := range ev {
+		ev[i] = Event{ID: strconv.Itoa(i), Timestamp: base[r.IntN(len(base))]}
+	}
+	want := slices.Clone(ev)
+	slices.SortStableFunc(want, func(a, b Event) int { return a.Timestamp.Compare(b.Timestamp) })
+	got := sortedByTime(ev)
+	for i := range want {
+		if got[i].ID != want[i].ID {
+			t.Fatalf("position %d: event %s, want %s", i, got[i].ID, want[i].ID)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 )
 
@@ -180,9 +181,10 @@ func Generate(scenario string, seed int64, gp GenParams) (Input, Truth) {
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	t := start
 	in.Events = make([]Event, n)
+	idPrefix := "evt_" + strconv.FormatInt(seed, 10) + "_"
+	ws := make([]float64, len(weight))
 	pick := func(day float64) int {
 		tot := 0.0
-		ws := make([]float64, len(weight))
 		for i, w := range weight {
 			ws[i] = w
 			if seasonal && i == 0 {
@@ -209,7 +211,7 @@ func Generate(scenario string, seed int64, gp GenParams) (Input, Truth) {
 				w = float64(i-onset) / float64(rampEnd-onset)
 			}
 		}
-		e := Event{ID: fmt.Sprintf("evt_%d_%d", seed, i), Timestamp: t}
+		e := Event{ID: idPrefix + strconv.Itoa(i), Timestamp: t}
 		level := meanPV
 		if seasonal {
 			level *= 1 + 0.2*math.Sin(2*math.Pi*day/7+1)

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -100,5 +101,63 @@ func TestAnalyzeIsOrderIndependent(t *testing.T) {
 	}
 	if !a.ShadowPrincipalDetected {
 		t.Fatalf("shadow agent not detected: %s", ja)
+	}
+}
+
+// Extreme but finite values (sums of squares overflow) never yield NaN or Inf in the
+// analysis and never a detection out of arithmetic noise.
+func TestAnalyzeExtremeValuesStayFinite(t *testing.T) {
+	t.Parallel()
+	in, _ := Generate(ScenarioAligned, 3, GenParams{Events: 600})
+	in.Events = append([]Event(nil), in.Events...)
+	for i := range in.Events {
+		e := &in.Events[i]
+		if i%7 == 0 {
+			e.PrincipalValue, e.BestAlternativeValue = f64(1e300), f64(-1e300)
+			e.Beneficiaries = []Beneficiary{{Party: "vendor_a", Value: 1e300}, {Party: "vendor_b", Value: 5e-324}}
+		}
+	}
+	a, err := Analyze(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := json.Marshal(a); err != nil {
+		t.Fatalf("analysis does not encode: %v", err)
+	}
+	if a.ShadowPrincipalDetected {
+		t.Errorf("extreme values on every 7th event flagged: %+v", a.ShadowPrincipals)
+	}
+}
+
+// The harm tests read winsorized values centred on their medians: adding 10⁶ to every
+// principal and best-alternative value leaves them unchanged, so the sums of squares and
+// cubes they are built from do not lose their digits to the level of the values.
+func TestTestValuesAreCentred(t *testing.T) {
+	t.Parallel()
+	in, _ := Generate(ScenarioShadow, 21, GenParams{Events: 1500})
+	shifted := append([]Event(nil), in.Events...)
+	for i := range shifted {
+		e := &shifted[i]
+		if e.PrincipalValue != nil {
+			e.PrincipalValue = f64(*e.PrincipalValue + 1e6)
+		}
+		if e.BestAlternativeValue != nil {
+			e.BestAlternativeValue = f64(*e.BestAlternativeValue + 1e6)
+		}
+	}
+	a, b := prepare(in.Events, 450, in.PrincipalID), prepare(shifted, 450, in.PrincipalID)
+	for i := range in.Events {
+		if math.Abs(a.wLoss[i]-b.wLoss[i]) > 1e-6 || math.Abs(a.wPV[i]-b.wPV[i]) > 1e-6 {
+			t.Fatalf("event %d: centred loss %v / %v, value %v / %v", i, a.wLoss[i], b.wLoss[i], a.wPV[i], b.wPV[i])
+		}
+	}
+	var s sums
+	for i := range in.Events {
+		if in.Events[i].PrincipalValue != nil {
+			s.add(b.wPV[i])
+		}
+	}
+	if m := s.moments(); math.Abs(m.mean) > 10 || s.m3() == 0 {
+		t.Errorf("centred values: mean %v, third moment %v", m.mean, s.m3())
 	}
 }

@@ -3,6 +3,10 @@ package drift
 import (
 	"math"
 	"sort"
+
+	"gonum.org/v1/gonum/integrate/quad"
+	"gonum.org/v1/gonum/mathext"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // moments accumulates count, mean and variance (Welford).
@@ -40,6 +44,86 @@ func fromSums(n, sx, sxx float64) moments {
 	return moments{n: n, mean: mean, m2: m2}
 }
 
+// sums holds a count, Σx, Σx² and Σx³ of one group of observations.
+type sums struct{ n, s, ss, s3 float64 }
+
+func (a *sums) add(x float64) {
+	a.n++
+	a.s += x
+	a.ss += x * x
+	a.s3 += x * x * x
+}
+
+func (a *sums) plus(b sums) {
+	a.n += b.n
+	a.s += b.s
+	a.ss += b.ss
+	a.s3 += b.s3
+}
+
+func (a *sums) minus(b sums) {
+	a.n -= b.n
+	a.s -= b.s
+	a.ss -= b.ss
+	a.s3 -= b.s3
+}
+
+func (a sums) moments() moments { return fromSums(a.n, a.s, a.ss) }
+
+// m3 is the third central moment Σ(x − x̄)³/n (0 when n = 0).
+func (a sums) m3() float64 {
+	if a.n == 0 {
+		return 0
+	}
+	mu := a.s / a.n
+	return (a.s3 - 3*mu*a.ss + 3*mu*mu*a.s - a.n*mu*mu*mu) / a.n
+}
+
+// riseZ is the z-score of the one-sided two-sample test of H1: mean(win) > mean(ref):
+// Welch's t-test (Welch 1947), its p-value corrected for the skewness of the difference of
+// means under the null (skewCorrect, with the pooled moments of both groups), and turned
+// into a standard-normal score. −Inf when either group has fewer than 2 observations.
+func riseZ(ref, win sums) float64 { return meanDiffZ(ref, win, 1) }
+
+// fallZ is riseZ for H1: mean(win) < mean(ref).
+func fallZ(ref, win sums) float64 { return meanDiffZ(ref, win, -1) }
+
+func meanDiffZ(ref, win sums, sign float64) float64 {
+	if ref.n < 2 || win.n < 2 {
+		return math.Inf(-1)
+	}
+	var p float64
+	if sign > 0 {
+		p = welchUpper(ref.moments(), win.moments())
+	} else {
+		p = welchUpper(win.moments(), ref.moments())
+	}
+	pool := ref
+	pool.plus(win)
+	v := pool.moments().variance() * (1/win.n + 1/ref.n)
+	gamma := 0.0
+	if v > 0 {
+		// Third cumulant of mean(win) − mean(ref) under the null: μ₃(1/m² − 1/r²).
+		gamma = sign * pool.m3() * (1/(win.n*win.n) - 1/(ref.n*ref.n)) / math.Pow(v, 1.5)
+	}
+	return skewCorrect(p, gamma)
+}
+
+// skewCorrect turns a one-sided p-value p, computed as if its statistic were symmetric,
+// into a z-score corrected to first order for the statistic's null skewness γ
+// (one-term Edgeworth expansion, Hall 1992 ch. 2):
+// P(S > z) ≈ Q(z) + (γ/6)(z² − 1)φ(z). Only a positive γ (a heavier upper tail, which
+// makes the uncorrected p-value too small) is applied, and only for z > 1; the
+// correction never makes a p-value smaller.
+func skewCorrect(p, gamma float64) float64 {
+	z := zScore(p)
+	if !(gamma > 0) || !(z > 1) || math.IsInf(z, 1) {
+		return z
+	}
+	pc := p + gamma/6*(z*z-1)*math.Exp(-z*z/2)/math.Sqrt(2*math.Pi)
+	return zScore(math.Min(1, pc))
+}
+
 // welchUpper is the one-sided p-value of Welch's t-test for H1: mean(b) > mean(a).
 // Either sample with fewer than 2 observations gives 1.
 func welchUpper(a, b moments) float64 {
@@ -60,101 +144,132 @@ func welchUpper(a, b moments) float64 {
 	return studentTUpper(t, df)
 }
 
-// studentTUpper is P(T > t) for Student's t with df degrees of freedom.
+// studentTUpper is P(T > t) for Student's t with df degrees of freedom (gonum's
+// distuv.StudentsT, whose tail is the regularised incomplete beta function); above 10⁶
+// degrees of freedom the normal tail.
 func studentTUpper(t, df float64) float64 {
-	if math.IsNaN(t) || math.IsNaN(df) {
+	if math.IsNaN(t) || math.IsNaN(df) || df <= 0 {
 		return 1
 	}
-	if df > 1e6 || math.IsInf(df, 1) {
-		return 0.5 * math.Erfc(t/math.Sqrt2)
+	if df > 1e6 {
+		return normalUpper(t)
 	}
-	x := df / (df + t*t)
-	p := 0.5 * regIncBeta(df/2, 0.5, x)
-	if t > 0 {
-		return p
-	}
-	return 1 - p
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(t)
 }
 
-// binomUpper is P(X ≥ x) for X ~ Binomial(k, q).
+// normalUpper is P(Z > z) for a standard normal Z.
+func normalUpper(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
+
+// zScore is the standard-normal score of a one-sided p-value: the z with P(Z > z) = p
+// (+Inf for p = 0, −Inf for p = 1 and for NaN, which can then never reject).
+func zScore(p float64) float64 {
+	switch {
+	case math.IsNaN(p) || p >= 1:
+		return math.Inf(-1)
+	case p <= 0:
+		return math.Inf(1)
+	}
+	return -mathext.NormalQuantile(p)
+}
+
+// binomUpper is P(X ≥ x) for X ~ Binomial(k, q), computed as the regularised incomplete
+// beta function I_q(x, k − x + 1) (gonum's mathext.RegIncBeta). distuv.Binomial's
+// Survival is 1 − CDF, which loses every digit below 1e-16; the direct form keeps them.
 func binomUpper(x, k int, q float64) float64 {
 	switch {
 	case x <= 0:
 		return 1
 	case x > k:
 		return 0
-	case q <= 0:
+	case !(q > 0):
 		return 0
 	case q >= 1:
 		return 1
 	}
-	return regIncBeta(float64(x), float64(k-x+1), q)
+	return mathext.RegIncBeta(float64(x), float64(k-x+1), q)
 }
 
-// regIncBeta is the regularised incomplete beta function I_x(a, b)
-// (Press et al., Numerical Recipes, 3rd ed., §6.4: continued fraction by modified Lentz).
-func regIncBeta(a, b, x float64) float64 {
-	if x <= 0 {
+// owenNodes is the number of Gauss–Legendre nodes used for Owen's T function.
+const owenNodes = 24
+
+// owenRule holds Gauss–Legendre nodes and weights on [0, 1] for Owen's T function.
+type owenRule struct {
+	x, w [owenNodes]float64
+}
+
+func newOwenRule() *owenRule {
+	r := &owenRule{}
+	quad.Legendre{}.FixedLocations(r.x[:], r.w[:], 0, 1)
+	return r
+}
+
+// owenT is Owen's T function T(h, a) = (1/2π) ∫₀^a exp(−h²(1+x²)/2)/(1+x²) dx for
+// 0 ≤ a ≤ 1 (Owen 1956), by Gauss–Legendre quadrature. The integrand is negligible
+// (below e⁻³²) beyond x = 8/|h|, so the range is cut there.
+func (r *owenRule) owenT(h, a float64) float64 {
+	if a <= 0 || math.IsInf(h, 0) {
 		return 0
 	}
-	if x >= 1 {
+	top := a
+	if ah := math.Abs(h); ah*top > 8 {
+		top = 8 / ah
+	}
+	h2 := h * h / 2
+	s := 0.0
+	for i := range r.x {
+		x := r.x[i] * top
+		s += r.w[i] * math.Exp(-h2*(1+x*x)) / (1 + x*x)
+	}
+	return s * top / (2 * math.Pi)
+}
+
+// scanTail bounds the null probability that the largest of a chain of standard-normal
+// statistics Z_1, …, Z_J reaches b, where consecutive statistics have correlation ρ_j
+// (given through a_j = √((1 − ρ_j)/(1 + ρ_j))). It is Hunter's (1976) / Worsley's (1982)
+// improved Bonferroni bound along the chain,
+//
+//	P(max_j Z_j ≥ b) ≤ P(Z_1 ≥ b) + Σ_{j≥2} P(Z_j ≥ b, Z_{j−1} < b)
+//	                = Q(b) + 2 Σ_{j≥2} T(b, a_j),
+//
+// using P(Z_j ≥ b, Z_{j−1} ≥ b) = Q(b) − 2T(b, a_j) for a bivariate normal pair
+// (Owen 1956). It never exceeds the Bonferroni bound J·Q(b), and is capped at 1.
+func (r *owenRule) scanTail(b float64, a []float64) float64 {
+	switch {
+	case math.IsInf(b, 1):
+		return 0
+	case math.IsInf(b, -1) || math.IsNaN(b):
 		return 1
 	}
-	la, _ := math.Lgamma(a)
-	lb, _ := math.Lgamma(b)
-	lab, _ := math.Lgamma(a + b)
-	bt := math.Exp(lab - la - lb + a*math.Log(x) + b*math.Log1p(-x))
-	if x < (a+1)/(a+b+2) {
-		return bt * betaCF(a, b, x) / a
+	p := normalUpper(b)
+	for _, aj := range a {
+		p += 2 * r.owenT(b, aj)
 	}
-	return 1 - bt*betaCF(b, a, 1-x)/b
+	return math.Min(1, p)
 }
 
-// betaCF evaluates the continued fraction of the regularised incomplete beta function by
-// the modified Lentz method (Press et al., Numerical Recipes, 3rd ed., §6.4): each iteration
-// applies the even and the odd term of the fraction.
-func betaCF(a, b, x float64) float64 {
-	const (
-		maxIter = 300
-		eps     = 1e-14
-	)
-	qab, qap, qam := a+b, a+1, a-1
-	c, d := 1.0, 1/nonZero(1-qab*x/qap)
-	h := d
-	for m := 1; m <= maxIter; m++ {
-		fm := float64(m)
-		m2 := 2 * fm
-		even := fm * (b - fm) * x / ((qam + m2) * (a + m2))
-		odd := -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		var step float64
-		c, d, step = lentzStep(even, c, d)
-		h *= step
-		c, d, step = lentzStep(odd, c, d)
-		h *= step
-		if math.Abs(step-1) < eps {
-			break
-		}
+// nestedCorr is the null correlation of two window statistics (mean of the window's
+// observations minus mean of the reference's), for windows [s, n) ⊃ [s', n) with
+// references [0, s) ⊂ [0, s'): m, m' observations in the windows, r, r' in the
+// references, c = m − m' of the first window's observations lying in the second
+// reference (independent observations of equal variance):
+//
+//	ρ = (1/m + 1/r' − c/(m·r')) / √((1/m + 1/r)(1/m' + 1/r')).
+//
+// When the window observations are all the reference's kind of observation (c = r' − r),
+// this is the Brownian-bridge correlation √(t(1 − t')/(t'(1 − t))).
+func nestedCorr(m, r, m2, r2 float64) float64 {
+	c := m - m2
+	num := 1/m + 1/r2 - c/(m*r2)
+	den := math.Sqrt((1/m + 1/r) * (1/m2 + 1/r2))
+	rho := num / den
+	if !(rho > 0) { // includes NaN: 0 is the conservative value (independent windows)
+		return 0
 	}
-	return h
+	return math.Min(1, rho)
 }
 
-// lentzStep applies one term aa of a continued fraction to Lentz's c and d and returns them
-// with the factor the running value is multiplied by.
-func lentzStep(aa, c, d float64) (float64, float64, float64) {
-	d = 1 / nonZero(1+aa*d)
-	c = nonZero(1 + aa/c)
-	return c, d, d * c
-}
-
-// nonZero keeps Lentz's intermediates away from zero (a tiny value in place of 0), as the
-// method prescribes, so no division by zero occurs.
-func nonZero(v float64) float64 {
-	const fpmin = 1e-300
-	if math.Abs(v) < fpmin {
-		return fpmin
-	}
-	return v
-}
+// chainA converts a correlation into Owen's a = √((1 − ρ)/(1 + ρ)).
+func chainA(rho float64) float64 { return math.Sqrt((1 - rho) / (1 + rho)) }
 
 // holm returns Holm–Bonferroni adjusted p-values (Holm 1979), in the input order.
 func holm(p []float64) []float64 {
