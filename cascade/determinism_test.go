@@ -1,0 +1,117 @@
+package cascade
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// mixedInput exercises every scenario type and node attribute.
+func mixedInput(model string) Input {
+	in, _ := Generate(ScenarioFragileNetwork, 11, GenParams{Nodes: detNodes, MeanDegree: 3, Simulations: detSims})
+	for i := range in.Network.Nodes {
+		in.Network.Nodes[i].FailureProbability = ptr(0.002 * float64(i%5))
+		in.Network.Edges[i].Probability = ptr(0.5)
+	}
+	in.Model = model
+	in.Scenarios = []ScenarioSpec{
+		{Name: "random failures", Type: TypeRandomFailure},
+		{Name: "two random nodes", Type: TypeRandomNode, Count: ptr(2)},
+		{Name: "uniform failures", Type: TypeRandomFailure, Probability: ptr(0.01)},
+		{Name: "top 3 by degree", Type: TypeTargetedAttack, Count: ptr(3), By: ByDegree},
+		{Name: "top 2 by eigenvector", Type: TypeTargetedAttack, Count: ptr(2), By: ByEigenvector},
+		{Name: "provider", Type: TypeProviderOutage, Provider: in.Network.Nodes[0].Provider},
+		{Name: "named nodes", Type: TypeNodeFailure, Nodes: []string{in.Network.Nodes[5].ID, in.Network.Nodes[9].ID}},
+	}
+	if model != ModelIndependentCascade {
+		in.Scenarios = append(in.Scenarios, ScenarioSpec{Name: "shock", Type: TypeShock, LossFraction: ptr(0.6)})
+	}
+	return in
+}
+
+// TestSameSeedSameBytesAnyWorkers: the marshalled result is byte-identical with 1, 2, 4 and
+// 7 workers, for every model; another seed changes it.
+func TestSameSeedSameBytesAnyWorkers(t *testing.T) {
+	t.Parallel()
+	for _, m := range modelNames {
+		in := mixedInput(m)
+		var ref []byte
+		for _, w := range []int{1, 2, 4, 7} {
+			res, err := Simulate(context.Background(), in, Options{Workers: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref == nil {
+				ref = b
+				continue
+			}
+			if !bytes.Equal(ref, b) {
+				t.Errorf("%s: workers %d gives different bytes than workers 1", m, w)
+			}
+		}
+		in.Seed = ptr(*in.Seed + 1)
+		res, err := Simulate(context.Background(), in, Options{Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(res); bytes.Equal(ref, b) {
+			t.Errorf("%s: seed+1 gives the same bytes", m)
+		}
+	}
+}
+
+// TestCancellation: a cancelled context stops a long simulation promptly with ctx's error.
+func TestCancellation(t *testing.T) {
+	t.Parallel()
+	in := benchInput(20_000, 10, 100_000)
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int64
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
+	start := time.Now()
+	_, err := Simulate(ctx, in, Options{Progress: func(done, total int64) { calls.Add(1) }})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancellation took %v", d)
+	}
+	// An already cancelled context does no work.
+	if _, err := Simulate(ctx, mixedInput(ModelThreshold), Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled before start: err = %v", err)
+	}
+}
+
+// TestProgress: calls are increasing, bounded, and end with done == total.
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	in := mixedInput(ModelThreshold)
+	var last, total, calls int64
+	_, err := Simulate(context.Background(), in, Options{Workers: 3, Progress: func(done, tot int64) {
+		if done < last || done > tot {
+			t.Errorf("progress %d/%d after %d", done, tot, last)
+		}
+		last, total = done, tot
+		calls++
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 scenarios: 3 stochastic scenarios of detSims runs + 5 single runs, plus the swept nodes.
+	if want := int64(3*detSims + 5 + detNodes); total != want || last != total {
+		t.Errorf("progress ended at %d/%d, want %d/%d", last, total, want, want)
+	}
+	if calls < 10 || calls > 260 {
+		t.Errorf("%d progress calls, want between 10 and 260", calls)
+	}
+}

@@ -1,0 +1,503 @@
+package convergence
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Minimum input sizes of the spec.
+const (
+	minFirms         = 2
+	minPeriods       = 10
+	minTenders       = 5
+	minBidsPerTender = 3
+	maxNameLen       = 128
+)
+
+// obsRow is one validated observation.
+type obsRow struct {
+	firm  int32
+	seg   int32 // index into market.segments; −1 without segment
+	key   int64
+	row   int32
+	price float64
+	cost  float64 // NaN when absent
+	qty   float64 // NaN when absent
+}
+
+// bidRow is one validated bid.
+type bidRow struct {
+	tender int32
+	firm   int32 // index into market.bidFirms
+	amount float64
+	won    bool
+}
+
+// tender is one tender's bids.
+type tender struct {
+	id    string
+	bids  []bidRow
+	date  Period // earliest date among its bids; zero when none
+	dkey  int64
+	dated bool
+}
+
+// message is one validated communication.
+type message struct {
+	from, to string
+	key      int64
+}
+
+// input is the validated, indexed form of an Input.
+type input struct {
+	alpha float64
+
+	// Observations.
+	obsUsable bool
+	form      periodForm
+	firms     []string   // observation firms, in order of first appearance
+	periods   []Period   // distinct periods in order (first form seen of each)
+	keys      []int64    // ordering keys of periods
+	rows      []obsRow   // in document order
+	byFirm    [][]obsRow // per firm, sorted by period and segment
+	segments  []string
+	allCost   bool // every observation has a cost
+	allQty    bool
+	anyCost   bool
+	anySeg    bool
+
+	// Bids.
+	bidFirms []string
+	tenders  []tender // usable tenders only (≥ 3 bids), in order of first appearance
+	bidsUsed int
+
+	msgs []message
+
+	bench      Benchmarks
+	firmsTotal int
+}
+
+func invalid(code, field, expected, received, format string, args ...any) *InputError {
+	return &InputError{Code: code, Field: field, Expected: expected, Received: received, Message: fmt.Sprintf(format, args...)}
+}
+
+func numKind(p *float64) string {
+	if p == nil {
+		return "missing"
+	}
+	return "number"
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+func validMarketID(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func okName(s string) bool { return s != "" && len(s) <= maxNameLen }
+
+func checkName(code, field, s string) *InputError {
+	if s == "" {
+		return invalid(code, field, "string (1-128 chars)", "missing", "%s is required.", field)
+	}
+	if len(s) > maxNameLen {
+		return invalid(code, field, "string (1-128 chars)", "string", "%s must be at most 128 characters long.", field)
+	}
+	return nil
+}
+
+// periodExpectation is the expected type of period-like fields.
+const periodExpectation = "integer or string (RFC 3339 date or date-time)"
+
+func formName(f periodForm) string {
+	if f == formInt {
+		return "integer"
+	}
+	return "string (RFC 3339 date or date-time)"
+}
+
+// validate checks the input in document order and indexes it. The first failure is
+// returned as an *InputError.
+func validate(in *Input) (*input, *InputError) {
+	v := &input{}
+	if !validMarketID(in.MarketID) {
+		rec := "string"
+		if in.MarketID == "" {
+			rec = "missing"
+		}
+		return nil, invalid(CodeInvalidMarketID, "market_id", "string (1-128 chars of [A-Za-z0-9._:-])", rec,
+			"market_id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'.")
+	}
+	if err := v.indexObservations(in.Observations); err != nil {
+		return nil, err
+	}
+	if err := v.indexBids(in.Bids); err != nil {
+		return nil, err
+	}
+	if err := v.indexMessages(in.Communications); err != nil {
+		return nil, err
+	}
+	if b := in.Benchmarks; b != nil {
+		if err := checkBenchmarks(b); err != nil {
+			return nil, err
+		}
+		v.bench = *b
+	}
+	v.alpha = DefaultSensitivity
+	if s := in.Sensitivity; s != nil {
+		if !(*s > 0 && *s <= 0.2) {
+			return nil, invalid(CodeInvalidSensitivity, "sensitivity", "number (0-0.2, exclusive of 0)", "number",
+				"sensitivity must be greater than 0 and at most 0.2.")
+		}
+		v.alpha = *s
+	}
+
+	v.obsUsable = len(v.firms) >= minFirms && len(v.periods) >= minPeriods
+	bidsUsable := len(v.tenders) >= minTenders
+	if !v.obsUsable && !bidsUsable {
+		if len(in.Observations) == 0 && len(in.Bids) > 0 {
+			return nil, invalid(CodeInvalidBids, "bids", fmt.Sprintf("array (bids on at least %d tenders with at least %d bids each)", minTenders, minBidsPerTender), "array",
+				"bids must cover at least %d tenders with at least %d bids each (found %d such tenders).", minTenders, minBidsPerTender, len(v.tenders))
+		}
+		rec := "array"
+		if len(in.Observations) == 0 {
+			rec = "missing"
+		}
+		return nil, invalid(CodeInvalidObservations, "observations",
+			fmt.Sprintf("array (observations of at least %d firms in at least %d periods, or bids on at least %d tenders with at least %d bids each)", minFirms, minPeriods, minTenders, minBidsPerTender), rec,
+			"observations must cover at least %d firms and %d periods (found %d firms and %d periods), or bids must cover at least %d tenders with at least %d bids each.",
+			minFirms, minPeriods, len(v.firms), len(v.periods), minTenders, minBidsPerTender)
+	}
+	if !bidsUsable {
+		v.tenders, v.bidsUsed = nil, 0
+	}
+	seen := make(map[string]struct{}, len(v.firms)+len(v.bidFirms))
+	for _, f := range v.firms {
+		seen[f] = struct{}{}
+	}
+	for _, f := range v.bidFirms {
+		seen[f] = struct{}{}
+	}
+	v.firmsTotal = len(seen)
+	return v, nil
+}
+
+type obsKey struct {
+	firm int32
+	seg  int32
+	key  int64
+}
+
+func (v *input) indexObservations(obs []Observation) *InputError {
+	firmIdx := map[string]int32{}
+	segIdx := map[string]int32{}
+	type parsed struct {
+		form periodForm
+		key  int64
+	}
+	cache := map[string]parsed{}
+	periodOf := map[int64]Period{}
+	v.rows = make([]obsRow, 0, len(obs))
+	v.allCost, v.allQty = len(obs) > 0, len(obs) > 0
+	for i := range obs {
+		o := &obs[i]
+		fail := func(field, expected, received, format string, args ...any) *InputError {
+			// A repeated observation earlier in the document is the first failure.
+			if err := v.firstDuplicate(obs, i); err != nil {
+				return err
+			}
+			path := "observations[" + strconv.Itoa(i) + "]"
+			return invalid(CodeInvalidObservations, path+field, expected, received, path+format, args...)
+		}
+		if o.Firm == "" {
+			return fail(".firm", "string (1-128 chars)", "missing", ".firm is required.")
+		}
+		if len(o.Firm) > maxNameLen {
+			return fail(".firm", "string (1-128 chars)", "string", ".firm must be at most 128 characters long.")
+		}
+		pc, ok := cache[o.Period.raw]
+		if !ok {
+			f, k := o.Period.parse()
+			pc = parsed{f, k}
+			cache[o.Period.raw] = pc
+		}
+		if pc.form == formInvalid {
+			return fail(".period", periodExpectation, o.Period.jsonKind(), ".period must be an integer or an RFC 3339 date or date-time.")
+		}
+		if v.form == formInvalid {
+			v.form = pc.form
+		} else if pc.form != v.form {
+			return fail(".period", formName(v.form)+" (the form of the other periods)", o.Period.jsonKind(),
+				".period must have the same form as the other periods (all integers, or all dates and date-times).")
+		}
+		if o.Price == nil || !finite(*o.Price) || *o.Price <= 0 {
+			return fail(".price", "number (> 0)", numKind(o.Price), ".price must be a number greater than 0.")
+		}
+		cost, qty := math.NaN(), math.NaN()
+		if o.Cost != nil {
+			if !finite(*o.Cost) || *o.Cost < 0 {
+				return fail(".cost", "number (>= 0)", "number", ".cost must be a number of at least 0.")
+			}
+			cost = *o.Cost
+			v.anyCost = true
+		} else {
+			v.allCost = false
+		}
+		if o.Quantity != nil {
+			if !finite(*o.Quantity) || *o.Quantity < 0 {
+				return fail(".quantity", "number (>= 0)", "number", ".quantity must be a number of at least 0.")
+			}
+			qty = *o.Quantity
+		} else {
+			v.allQty = false
+		}
+		seg := int32(-1)
+		if o.Segment != "" {
+			if len(o.Segment) > maxNameLen {
+				return fail(".segment", "string (1-128 chars)", "string", ".segment must be at most 128 characters long.")
+			}
+			s, ok := segIdx[o.Segment]
+			if !ok {
+				s = int32(len(v.segments))
+				segIdx[o.Segment] = s
+				v.segments = append(v.segments, o.Segment)
+			}
+			seg = s
+			v.anySeg = true
+		}
+		f, ok := firmIdx[o.Firm]
+		if !ok {
+			f = int32(len(v.firms))
+			firmIdx[o.Firm] = f
+			v.firms = append(v.firms, o.Firm)
+		}
+		if _, ok := periodOf[pc.key]; !ok {
+			periodOf[pc.key] = o.Period
+		}
+		v.rows = append(v.rows, obsRow{firm: f, seg: seg, key: pc.key, row: int32(i), price: *o.Price, cost: cost, qty: qty})
+	}
+	// Rows by firm (stable, so in document order), then by period and segment.
+	count := make([]int, len(v.firms)+1)
+	for _, r := range v.rows {
+		count[r.firm+1]++
+	}
+	for f := 1; f < len(count); f++ {
+		count[f] += count[f-1]
+	}
+	sorted := make([]obsRow, len(v.rows))
+	pos := slices.Clone(count[:len(v.firms)])
+	for _, r := range v.rows {
+		sorted[pos[r.firm]] = r
+		pos[r.firm]++
+	}
+	v.byFirm = make([][]obsRow, len(v.firms))
+	dup := -1
+	for f := range v.firms {
+		rs := sorted[count[f]:count[f+1]]
+		if !slices.IsSortedFunc(rs, cmpKeySeg) {
+			slices.SortStableFunc(rs, cmpKeySeg)
+		}
+		for k := 1; k < len(rs); k++ {
+			if cmpKeySeg(rs[k-1], rs[k]) == 0 && (dup < 0 || int(rs[k].row) < dup) {
+				dup = int(rs[k].row)
+			}
+		}
+		v.byFirm[f] = rs
+	}
+	if dup >= 0 {
+		return duplicateError(obs, dup)
+	}
+	v.keys = make([]int64, 0, len(periodOf))
+	for k := range periodOf {
+		v.keys = append(v.keys, k)
+	}
+	slices.Sort(v.keys)
+	v.periods = make([]Period, len(v.keys))
+	for i, k := range v.keys {
+		v.periods[i] = periodOf[k]
+	}
+	return nil
+}
+
+func cmpKeySeg(a, b obsRow) int {
+	if c := cmp.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.seg, b.seg)
+}
+
+// firstDuplicate reports the first observation before row end (in document order) that
+// repeats an earlier one's firm, period and segment; rows before end are valid.
+func (v *input) firstDuplicate(obs []Observation, end int) *InputError {
+	seen := make(map[obsKey]struct{}, end)
+	for _, r := range v.rows[:end] {
+		k := obsKey{r.firm, r.seg, r.key}
+		if _, dup := seen[k]; dup {
+			return duplicateError(obs, int(r.row))
+		}
+		seen[k] = struct{}{}
+	}
+	return nil
+}
+
+func duplicateError(obs []Observation, i int) *InputError {
+	path := "observations[" + strconv.Itoa(i) + "]"
+	what := "period"
+	if obs[i].Segment != "" {
+		what = "period and segment"
+	}
+	return invalid(CodeInvalidObservations, path, "object (one observation per firm and "+what+")", "object",
+		"%s repeats the observation of firm %q for this %s.", path, obs[i].Firm, what)
+}
+
+func (v *input) indexBids(bids []Bid) *InputError {
+	firmIdx := map[string]int32{}
+	tenderIdx := map[string]int32{}
+	type tkey struct{ t, f int32 }
+	seen := make(map[tkey]struct{}, len(bids))
+	var all []tender
+	form := formInvalid
+	for i := range bids {
+		b := &bids[i]
+		if !okName(b.Tender) || !okName(b.Firm) || b.Amount == nil || !finite(*b.Amount) || *b.Amount <= 0 || b.Won == nil {
+			path := "bids[" + strconv.Itoa(i) + "]"
+			if err := checkName(CodeInvalidBids, path+".tender", b.Tender); err != nil {
+				return err
+			}
+			if err := checkName(CodeInvalidBids, path+".firm", b.Firm); err != nil {
+				return err
+			}
+			if b.Amount == nil || !finite(*b.Amount) || *b.Amount <= 0 {
+				return invalid(CodeInvalidBids, path+".amount", "number (> 0)", numKind(b.Amount), "%s.amount must be a number greater than 0.", path)
+			}
+			return invalid(CodeInvalidBids, path+".won", "boolean", "missing", "%s.won is required.", path)
+		}
+		var dkey int64
+		dated := !b.Date.IsZero()
+		if dated {
+			f, k := b.Date.parse()
+			if f == formInvalid {
+				path := "bids[" + strconv.Itoa(i) + "]"
+				return invalid(CodeInvalidBids, path+".date", periodExpectation, b.Date.jsonKind(), "%s.date must be an integer or an RFC 3339 date or date-time.", path)
+			}
+			if form == formInvalid {
+				form = f
+			} else if f != form {
+				path := "bids[" + strconv.Itoa(i) + "]"
+				return invalid(CodeInvalidBids, path+".date", formName(form)+" (the form of the other dates)", b.Date.jsonKind(),
+					"%s.date must have the same form as the other bids' dates.", path)
+			}
+			dkey = k
+		}
+		t, ok := tenderIdx[b.Tender]
+		if !ok {
+			t = int32(len(all))
+			tenderIdx[b.Tender] = t
+			all = append(all, tender{id: b.Tender})
+		}
+		f, ok := firmIdx[b.Firm]
+		if !ok {
+			f = int32(len(v.bidFirms))
+			firmIdx[b.Firm] = f
+			v.bidFirms = append(v.bidFirms, b.Firm)
+		}
+		if _, dup := seen[tkey{t, f}]; dup {
+			path := "bids[" + strconv.Itoa(i) + "]"
+			return invalid(CodeInvalidBids, path+".firm", "string (one bid per firm and tender)", "string",
+				"%s.firm: firm %q already bid in tender %q.", path, b.Firm, b.Tender)
+		}
+		seen[tkey{t, f}] = struct{}{}
+		tt := &all[t]
+		tt.bids = append(tt.bids, bidRow{tender: t, firm: f, amount: *b.Amount, won: *b.Won})
+		if dated && (!tt.dated || dkey < tt.dkey) {
+			tt.dated, tt.dkey, tt.date = true, dkey, b.Date
+		}
+	}
+	for _, t := range all {
+		if len(t.bids) >= minBidsPerTender {
+			v.tenders = append(v.tenders, t)
+			v.bidsUsed += len(t.bids)
+		}
+	}
+	return nil
+}
+
+func (v *input) indexMessages(msgs []Communication) *InputError {
+	v.msgs = make([]message, 0, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		f, k := m.Timestamp.parse()
+		if okName(m.From) && okName(m.To) && f != formInvalid && (v.form == formInvalid || f == v.form) {
+			v.msgs = append(v.msgs, message{from: m.From, to: m.To, key: k})
+			continue
+		}
+		path := "communications[" + strconv.Itoa(i) + "]"
+		if err := checkName(CodeInvalidCommunications, path+".from", m.From); err != nil {
+			return err
+		}
+		if err := checkName(CodeInvalidCommunications, path+".to", m.To); err != nil {
+			return err
+		}
+		if f == formInvalid {
+			return invalid(CodeInvalidCommunications, path+".timestamp", periodExpectation, m.Timestamp.jsonKind(),
+				"%s.timestamp must be an integer or an RFC 3339 date or date-time.", path)
+		}
+		if v.form != formInvalid && f != v.form {
+			return invalid(CodeInvalidCommunications, path+".timestamp", formName(v.form)+" (the form of the observations' periods)", m.Timestamp.jsonKind(),
+				"%s.timestamp must have the same form as the observations' periods.", path)
+		}
+		v.msgs = append(v.msgs, message{from: m.From, to: m.To, key: k})
+	}
+	return nil
+}
+
+func checkBenchmarks(b *Benchmarks) *InputError {
+	type field struct {
+		name  string
+		v     *float64
+		price bool
+	}
+	fs := []field{{"competitive_price", b.CompetitivePrice, true}, {"monopoly_price", b.MonopolyPrice, true},
+		{"competitive_profit", b.CompetitiveProfit, false}, {"monopoly_profit", b.MonopolyProfit, false}}
+	for _, f := range fs {
+		if f.v == nil {
+			continue
+		}
+		path := "benchmarks." + f.name
+		if f.price && (!finite(*f.v) || *f.v <= 0) {
+			return invalid(CodeInvalidBenchmarks, path, "number (> 0)", "number", "%s must be a number greater than 0.", path)
+		}
+		if !f.price && (!finite(*f.v) || *f.v < 0) {
+			return invalid(CodeInvalidBenchmarks, path, "number (>= 0)", "number", "%s must be a number of at least 0.", path)
+		}
+	}
+	if b.CompetitivePrice != nil && b.MonopolyPrice != nil && *b.MonopolyPrice <= *b.CompetitivePrice {
+		return invalid(CodeInvalidBenchmarks, "benchmarks.monopoly_price", "number (> competitive_price)", "number",
+			"benchmarks.monopoly_price must be greater than benchmarks.competitive_price.")
+	}
+	if b.CompetitiveProfit != nil && b.MonopolyProfit != nil && *b.MonopolyProfit <= *b.CompetitiveProfit {
+		return invalid(CodeInvalidBenchmarks, "benchmarks.monopoly_profit", "number (> competitive_profit)", "number",
+			"benchmarks.monopoly_profit must be greater than benchmarks.competitive_profit.")
+	}
+	return nil
+}
+
+// periodIndex maps an ordering key to its period index (the first period with key ≥ k;
+// len(keys) when none).
+func (v *input) periodIndex(k int64) int {
+	i, _ := slices.BinarySearchFunc(v.keys, k, cmp.Compare[int64])
+	return i
+}

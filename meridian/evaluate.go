@@ -1,0 +1,722 @@
+package meridian
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// partialLimit is the length of the partial unexpected lists.
+const partialLimit = 20
+
+// Analyze evaluates a request whose data is inline (req.Data): Evaluate(req, nil, now).
+func Analyze(req Request, now time.Time) (Result, error) { return Evaluate(req, nil, now) }
+
+// Evaluate validates req, runs its checks on the data, scores the dimensions and gates the
+// source (method: docs/methods/meridian.md). The data is ds when ds has been fed, otherwise
+// req.Data (read here); a streaming caller leaves req.Data nil and feeds ds with ReadCSV or
+// ReadRecords first. now is the "now" of freshness when req.AsOf is absent. Invalid requests
+// give an *InputError carrying the contract's code and field path.
+func Evaluate(req Request, ds *Dataset, now time.Time) (Result, error) {
+	p, err := req.compile()
+	if err != nil {
+		return Result{}, err
+	}
+	if (ds == nil || ds.format == formatNone) && req.Data != nil {
+		ds = NewDataset()
+		if err := ds.readInline(req.Data); err != nil {
+			return Result{}, err
+		}
+	}
+	hasData := ds != nil && ds.format != formatNone
+	if !hasData {
+		if req.Signals == nil {
+			return Result{}, inputErr(codeData, "data", "object (records or csv; or send signals)", "missing",
+				"The request needs data (records or csv) or signals.")
+		}
+		if len(p.checks) > 0 {
+			return Result{}, inputErr(codeData, "data", "object (records or csv; checks run on data)", "missing",
+				"checks need data to run on: send data.records or data.csv, or remove checks for a signals-only request.")
+		}
+		ds = NewDataset()
+	}
+	if w := work(p.checks, ds); w > MaxWork {
+		return Result{}, inputErr("INVALID_CHECKS", "checks", fmt.Sprintf("array (at most %d units of work)", MaxWork), "array",
+			"The checks need %d units of work on this data (compound_unique: rows × (columns − 1); regex: distinct values of the column); at most %d are allowed per request: split the checks over several requests.", w, MaxWork)
+	}
+	asOf := instantOf(now)
+	if p.asOf != nil {
+		asOf = *p.asOf
+	}
+	e := evaluation{ds: ds, asOf: asOf, complCols: map[string]bool{}}
+	res := Result{
+		SourceID:      req.SourceID,
+		Checks:        make([]CheckResult, 0, len(p.checks)),
+		MethodVersion: MethodVersion,
+		Passed:        true,
+	}
+	for i := range p.checks {
+		cr := e.run(&p.checks[i])
+		if !cr.Success && cr.Severity == "error" {
+			res.Passed = false
+		}
+		if cr.Success {
+			res.Statistics.SuccessfulChecks++
+		} else {
+			res.Statistics.UnsuccessfulChecks++
+		}
+		res.Checks = append(res.Checks, cr)
+	}
+	res.Statistics.EvaluatedChecks = len(res.Checks)
+	if n := len(res.Checks); n > 0 {
+		res.Statistics.SuccessPercent = ptr(100 * float64(res.Statistics.SuccessfulChecks) / float64(n))
+	}
+	res.Dimensions = e.dimensions(hasData, req.Signals, p)
+	res.Score = Score(res.Dimensions)
+	res.Tier = TierOf(res.Score)
+	res.Gating = gate(res.Score, res.Passed, p.blockBelow, p.reviewBelow)
+	if hasData && p.profile {
+		res.Profile = ds.profile()
+	}
+	return res, nil
+}
+
+// work is the costly part of the checks on ds (see MaxWork).
+func work(checks []compiled, ds *Dataset) int {
+	w := 0
+	for _, c := range checks {
+		switch c.typ {
+		case CheckCompoundUnique:
+			w += ds.rows * (len(c.columns) - 1)
+		case CheckRegex:
+			if col := ds.column(c.column); col != nil {
+				w += col.dict.size()
+			}
+		}
+	}
+	return w
+}
+
+func (d *Dataset) readInline(data *Data) error {
+	if data.CSV != nil {
+		delim := ','
+		if data.Delimiter != nil {
+			r, err := ParseDelimiter(*data.Delimiter)
+			if err != nil {
+				return err
+			}
+			delim = r
+		}
+		return d.ReadCSV(strings.NewReader(*data.CSV), delim)
+	}
+	return d.ReadRecords(jsontext.NewDecoder(bytes.NewReader(data.Records)))
+}
+
+// evaluation accumulates the pooled counts of the dimensions while the checks run.
+type evaluation struct {
+	ds   *Dataset
+	asOf instant
+
+	complCols  map[string]bool
+	complOrder []string
+	valU, valN int
+	uniU, uniN int
+	conU, conN int
+	outU, outN int
+	timeliness []float64
+}
+
+func withinMostly(unexpected, elements int, mostly float64) bool {
+	u := float64(unexpected)
+	allowed := (1 - mostly) * float64(elements)
+	return u <= allowed || math.Abs(u-allowed) <= 1e-9*math.Max(u, allowed)
+}
+
+func (e *evaluation) run(c *compiled) CheckResult {
+	ds := e.ds
+	cr := CheckResult{
+		ID: c.id, Type: c.typ, Severity: c.severity,
+		ElementCount:               ds.rows,
+		PartialUnexpectedList:      []any{},
+		PartialUnexpectedIndexList: []int{},
+		Details:                    map[string]any{},
+	}
+	switch c.typ {
+	case CheckCompoundUnique, CheckColumnsPresent:
+		cr.Columns = c.columns
+	case CheckRowCountBetween:
+	default:
+		col := c.column
+		cr.Column = &col
+	}
+	// Missing columns.
+	var needed []string
+	switch c.typ {
+	case CheckRowCountBetween, CheckColumnsPresent:
+	case CheckCompoundUnique:
+		needed = c.columns
+	case CheckColumnComparison:
+		needed = []string{c.column, c.other}
+		cr.Details["operator"] = c.op
+		cr.Details["other"] = c.other
+	default:
+		needed = []string{c.column}
+	}
+	var absent []string
+	for _, name := range needed {
+		if ds.column(name) == nil && !contains(absent, name) {
+			absent = append(absent, name)
+		}
+	}
+	if len(absent) > 0 {
+		cr.Details["error"] = "column_not_found"
+		cr.Details["missing_columns"] = absent
+		return cr
+	}
+	switch c.typ {
+	case CheckNotNull:
+		col := ds.column(c.column)
+		if !e.complCols[c.column] {
+			e.complCols[c.column] = true
+			e.complOrder = append(e.complOrder, c.column)
+		}
+		nulls := ds.rows - col.nonNull
+		e.rowByID(&cr, c, col, nil, true, nulls, nulls)
+	case CheckUnique:
+		col := ds.column(c.column)
+		bad := make([]bool, len(col.dict.count))
+		u := 0
+		for id := 1; id < len(bad); id++ {
+			if col.dict.count[id] > 1 {
+				bad[id] = true
+				u += int(col.dict.count[id])
+			}
+		}
+		e.uniU += u
+		e.uniN += col.nonNull
+		e.rowByID(&cr, c, col, bad, false, u, ds.rows-col.nonNull)
+	case CheckCompoundUnique:
+		e.compoundUnique(&cr, c)
+	case CheckType, CheckBetween, CheckInSet, CheckRegex, CheckLengthBetween:
+		col := ds.column(c.column)
+		bad := e.invalid(c, col)
+		u := 0
+		for id := 1; id < len(bad); id++ {
+			if bad[id] {
+				u += int(col.dict.count[id])
+			}
+		}
+		e.valU += u
+		e.valN += col.nonNull
+		e.rowByID(&cr, c, col, bad, false, u, ds.rows-col.nonNull)
+	case CheckColumnComparison:
+		e.columnComparison(&cr, c)
+	case CheckOutliers:
+		e.outliers(&cr, c)
+	case CheckRowCountBetween:
+		zero := 0
+		cr.MissingCount = &zero
+		cr.ObservedValue = ds.rows
+		cr.Success = inBounds(float64(ds.rows), c.min, c.max, false)
+	case CheckColumnsPresent:
+		zero := 0
+		cr.MissingCount = &zero
+		missing := []string{}
+		for _, name := range c.columns {
+			if ds.column(name) == nil {
+				missing = append(missing, name)
+			}
+		}
+		cr.ObservedValue = missing
+		cr.Success = len(missing) == 0
+	case CheckFreshness:
+		e.freshness(&cr, c)
+	case CheckStatisticBetween:
+		col := ds.column(c.column)
+		nulls := ds.rows - col.nonNull
+		cr.MissingCount = &nulls
+		v := ptr(col.numeric().statistic(c.statistic))
+		if v != nil {
+			cr.ObservedValue = *v
+			cr.Success = inBounds(*v, c.min, c.max, false)
+		}
+	}
+	return cr
+}
+
+// inBounds reports min ≤ x ≤ max (strict: min < x < max); absent bounds do not bind.
+func inBounds(x float64, min, max *float64, strict bool) bool {
+	if min != nil && (x < *min || strict && x == *min) {
+		return false
+	}
+	if max != nil && (x > *max || strict && x == *max) {
+		return false
+	}
+	return true
+}
+
+// rowByID finishes a row check whose unexpected values are decided per distinct value
+// (bad[id]; nullBad: nulls are unexpected).
+func (e *evaluation) rowByID(cr *CheckResult, c *compiled, col *column, bad []bool, nullBad bool, unexpected, missing int) {
+	if unexpected > 0 {
+		for r, id := range col.ids {
+			if id == 0 && nullBad || id != 0 && bad != nil && bad[id] {
+				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, e.ds.display(col, id))
+				cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, r)
+				if len(cr.PartialUnexpectedIndexList) == partialLimit {
+					break
+				}
+			}
+		}
+	}
+	finishRow(cr, c, unexpected, missing)
+}
+
+func finishRow(cr *CheckResult, c *compiled, unexpected, missing int) {
+	cr.UnexpectedCount = &unexpected
+	cr.MissingCount = &missing
+	if cr.ElementCount > 0 {
+		cr.UnexpectedPercent = ptr(100 * float64(unexpected) / float64(cr.ElementCount))
+	}
+	cr.Success = withinMostly(unexpected, cr.ElementCount, c.mostly)
+}
+
+// invalid marks the distinct values of col that a validity check finds unexpected.
+func (e *evaluation) invalid(c *compiled, col *column) []bool {
+	d := &col.dict
+	bad := make([]bool, len(d.count))
+	switch c.typ {
+	case CheckType:
+		var want uint8
+		switch c.expected {
+		case "string":
+			want = fString
+		case "number":
+			want = fNumber
+		case "integer":
+			want = fInteger
+		case "boolean":
+			want = fBool
+		case "timestamp":
+			want = fTimestamp
+		}
+		for id := 1; id < len(bad); id++ {
+			bad[id] = d.flags[id]&want == 0
+		}
+	case CheckBetween:
+		for id := 1; id < len(bad); id++ {
+			bad[id] = d.flags[id]&fNumber == 0 || !inBounds(d.num[id], c.min, c.max, c.strict)
+		}
+	case CheckInSet:
+		for id := 1; id < len(bad); id++ {
+			bad[id] = true
+		}
+		for _, v := range c.values {
+			if id := e.ds.lookup(col, v); id != 0 {
+				bad[id] = false
+			}
+		}
+	case CheckRegex:
+		for id := 1; id < len(bad); id++ {
+			t := e.ds.text(col, uint32(id))
+			bad[id] = t == nil || !c.re.Match(t)
+		}
+	case CheckLengthBetween:
+		for id := 1; id < len(bad); id++ {
+			t := e.ds.text(col, uint32(id))
+			bad[id] = t == nil || !inBounds(float64(runeLen(t)), c.min, c.max, false)
+		}
+	}
+	return bad
+}
+
+// lookup returns the id of the in_set member v in col, or 0. For CSV a member is compared as
+// its text: a string's content, a number's literal, true/false, an object's or array's JSON.
+func (d *Dataset) lookup(col *column, v jsontext.Value) uint32 {
+	if d.format == formatJSON {
+		k, _, _, isNull, reason := jsonKey(nil, v)
+		if isNull || reason != "" {
+			return 0
+		}
+		return col.dict.findBytes(k, hashBytes(d, k))
+	}
+	var text []byte
+	switch v.Kind() {
+	case 'n':
+		return 0
+	case '"':
+		var err error
+		if text, err = jsontext.AppendUnquote(nil, v); err != nil {
+			return 0
+		}
+	default:
+		cv := v.Clone()
+		if err := cv.Compact(); err != nil {
+			return 0
+		}
+		text = cv
+	}
+	if len(text) == 0 {
+		return 0
+	}
+	return col.dict.findBytes(text, hashBytes(d, text))
+}
+
+func (e *evaluation) compoundUnique(cr *CheckResult, c *compiled) {
+	ds := e.ds
+	cols := make([]*column, len(c.columns))
+	for i, name := range c.columns {
+		cols[i] = ds.column(name)
+	}
+	key := make([]uint32, ds.rows)
+	copy(key, cols[0].ids)
+	next := uint32(0)
+	for _, col := range cols[1:] {
+		pairs := make(map[uint64]uint32, min(ds.rows, 1<<16))
+		next = 0
+		for r, id := range col.ids {
+			if key[r] == 0 || id == 0 {
+				key[r] = 0
+				continue
+			}
+			k := uint64(key[r])<<32 | uint64(id)
+			v, ok := pairs[k]
+			if !ok {
+				next++
+				v = next
+				pairs[k] = v
+			}
+			key[r] = v
+		}
+	}
+	if len(cols) == 1 {
+		next = uint32(cols[0].dict.size())
+	}
+	count := make([]uint32, next+1)
+	missing := 0
+	for _, k := range key {
+		if k == 0 {
+			missing++
+		}
+		count[k]++
+	}
+	u := 0
+	for k := 1; k < len(count); k++ {
+		if count[k] > 1 {
+			u += int(count[k])
+		}
+	}
+	if u > 0 {
+		for r, k := range key {
+			if k != 0 && count[k] > 1 {
+				tuple := make([]any, len(cols))
+				for i, col := range cols {
+					tuple[i] = ds.display(col, col.ids[r])
+				}
+				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, tuple)
+				cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, r)
+				if len(cr.PartialUnexpectedIndexList) == partialLimit {
+					break
+				}
+			}
+		}
+	}
+	e.uniU += u
+	e.uniN += ds.rows - missing
+	finishRow(cr, c, u, missing)
+}
+
+func (e *evaluation) columnComparison(cr *CheckResult, c *compiled) {
+	ds := e.ds
+	l, r := ds.column(c.column), ds.column(c.other)
+	var lt, rt []instant
+	missing, u := 0, 0
+	for row := 0; row < ds.rows; row++ {
+		a, b := l.ids[row], r.ids[row]
+		if a == 0 || b == 0 {
+			missing++
+			continue
+		}
+		if lt == nil {
+			lt, rt = l.timestamps(ds), r.timestamps(ds)
+		}
+		if !ds.compare(l, r, a, b, lt, rt, c.op) {
+			u++
+			if len(cr.PartialUnexpectedIndexList) < partialLimit {
+				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, []any{ds.display(l, a), ds.display(r, b)})
+				cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, row)
+			}
+		}
+	}
+	e.conU += u
+	e.conN += ds.rows - missing
+	finishRow(cr, c, u, missing)
+}
+
+// compare evaluates "left op right" for two non-null values: numbers as numbers, a number
+// against a non-number fails, timestamps as instants, strings by code points; other JSON
+// values (booleans, objects, arrays) support only == and != (JSON equality).
+func (d *Dataset) compare(l, r *column, a, b uint32, lt, rt []instant, op string) bool {
+	fa, fb := l.dict.flags[a], r.dict.flags[b]
+	var c int
+	switch {
+	case fa&fNumber != 0 && fb&fNumber != 0:
+		x, y := l.dict.num[a], r.dict.num[b]
+		switch {
+		case x < y:
+			c = -1
+		case x > y:
+			c = 1
+		}
+	case fa&fNumber != 0 || fb&fNumber != 0:
+		return false
+	case fa&fTimestamp != 0 && fb&fTimestamp != 0:
+		c = lt[a].compare(rt[b])
+	case fa&fString != 0 && fb&fString != 0:
+		c = bytes.Compare(d.text(l, a), d.text(r, b))
+	default:
+		eq := bytes.Equal(l.dict.key(a), r.dict.key(b))
+		switch op {
+		case "==":
+			return eq
+		case "!=":
+			return !eq
+		}
+		return false
+	}
+	switch op {
+	case "<":
+		return c < 0
+	case "<=":
+		return c <= 0
+	case "==":
+		return c == 0
+	case "!=":
+		return c != 0
+	case ">=":
+		return c >= 0
+	case ">":
+		return c > 0
+	}
+	return false
+}
+
+// timestamps returns the parsed instant of every distinct value (zero where not a timestamp).
+func (c *column) timestamps(d *Dataset) []instant {
+	if c.times != nil {
+		return c.times
+	}
+	c.times = make([]instant, len(c.dict.count))
+	for id := 1; id < len(c.times); id++ {
+		if c.dict.flags[id]&fTimestamp != 0 {
+			c.times[id], _ = parseTimestamp(d.text(c, uint32(id)))
+		}
+	}
+	return c.times
+}
+
+func (e *evaluation) outliers(cr *CheckResult, c *compiled) {
+	ds := e.ds
+	col := ds.column(c.column)
+	s := col.numeric()
+	d := &col.dict
+	isOut := func(float64) bool { return false }
+	cr.Details["method"] = c.method
+	cr.Details["threshold"] = c.threshold
+	if s.n > 0 {
+		switch c.method {
+		case "mad":
+			m := s.quantile(0.5)
+			mad, meanAD := s.mad(m)
+			scale := mad
+			if mad == 0 {
+				scale = 1.2533 * meanAD
+			}
+			cr.Details["median"] = m
+			cr.Details["mad"] = mad
+			if scale > 0 && finite(scale) {
+				cr.Details["scale"] = scale
+				isOut = func(x float64) bool { return math.Abs(0.6745*(x-m)/scale) > c.threshold }
+			}
+		case "iqr":
+			q1, q3 := s.quantile(0.25), s.quantile(0.75)
+			lo, hi := q1-c.threshold*(q3-q1), q3+c.threshold*(q3-q1)
+			cr.Details["q1"], cr.Details["q3"] = q1, q3
+			if finite(lo) {
+				cr.Details["lower_fence"] = lo
+			}
+			if finite(hi) {
+				cr.Details["upper_fence"] = hi
+			}
+			isOut = func(x float64) bool { return x < lo || x > hi }
+		}
+	}
+	bad := make([]bool, len(d.count))
+	u, out := 0, 0
+	for id := 1; id < len(bad); id++ {
+		switch {
+		case d.flags[id]&fNumber == 0:
+			bad[id] = true
+			u += int(d.count[id])
+		case isOut(d.num[id]):
+			bad[id] = true
+			u += int(d.count[id])
+			out += int(d.count[id])
+		}
+	}
+	e.outU += out
+	e.outN += s.n
+	e.rowByID(cr, c, col, bad, false, u, ds.rows-col.nonNull)
+}
+
+func (e *evaluation) freshness(cr *CheckResult, c *compiled) {
+	ds := e.ds
+	col := ds.column(c.column)
+	nulls := ds.rows - col.nonNull
+	cr.MissingCount = &nulls
+	times := col.timestamps(ds)
+	var newest instant
+	found := false
+	for id := 1; id < len(times); id++ {
+		if col.dict.flags[id]&fTimestamp == 0 || col.dict.count[id] == 0 {
+			continue
+		}
+		t := times[id]
+		if t.compare(e.asOf) <= 0 && (!found || t.compare(newest) > 0) {
+			newest, found = t, true
+		}
+	}
+	if !found {
+		e.timeliness = append(e.timeliness, 0)
+		return
+	}
+	age := e.asOf.secondsSince(newest)
+	allowed := c.maxAge.Seconds()
+	cr.ObservedValue = age
+	cr.Details["max_age_seconds"] = allowed
+	cr.Success = age <= allowed
+	e.timeliness = append(e.timeliness, timelinessOf(age, allowed))
+}
+
+func timelinessOf(age, allowed float64) float64 {
+	if age <= allowed {
+		return 1
+	}
+	return allowed / age
+}
+
+func dim(v float64) *DimensionScore { return &DimensionScore{Score: v} }
+
+func (e *evaluation) dimensions(hasData bool, sig *Signals, p *plan) Dimensions {
+	var dims Dimensions
+	ds := e.ds
+	if hasData {
+		cols := e.complOrder
+		if len(cols) == 0 {
+			cols = ds.Columns()
+		}
+		cells, nonNull := 0, 0
+		for _, name := range cols {
+			cells += ds.rows
+			nonNull += ds.column(name).nonNull
+		}
+		if cells > 0 {
+			dims.Completeness = dim(float64(nonNull) / float64(cells))
+		}
+	} else if sig != nil && sig.Completeness != nil {
+		dims.Completeness = dim(*sig.Completeness)
+	}
+	ratio := func(u, n int) *DimensionScore {
+		if n == 0 {
+			return nil
+		}
+		return dim(1 - float64(u)/float64(n))
+	}
+	dims.Validity = ratio(e.valU, e.valN)
+	dims.Uniqueness = ratio(e.uniU, e.uniN)
+	dims.Consistency = ratio(e.conU, e.conN)
+
+	tl := e.timeliness
+	if p.lastUpdated != nil {
+		tl = append(tl, timelinessOf(e.asOf.secondsSince(*p.lastUpdated), p.interval.Seconds()))
+	}
+	if len(tl) > 0 {
+		m := tl[0]
+		for _, v := range tl[1:] {
+			m = math.Min(m, v)
+		}
+		dims.Timeliness = dim(m)
+	}
+	acc := ratio(e.outU, e.outN)
+	if sig != nil && sig.ErrorRate != nil {
+		if v := 1 - *sig.ErrorRate; acc == nil || v < acc.Score {
+			acc = dim(v)
+		}
+	}
+	dims.Accuracy = acc
+	return dims
+}
+
+// Dimension weights of the score.
+const (
+	WeightCompleteness = 0.25
+	WeightValidity     = 0.25
+	WeightUniqueness   = 0.15
+	WeightTimeliness   = 0.15
+	WeightConsistency  = 0.10
+	WeightAccuracy     = 0.10
+)
+
+// Score is 100 × the weighted geometric mean of the present dimensions, each floored at
+// 0.01, with the weights renormalised over the present ones; nil when none is present.
+func Score(d Dimensions) *float64 {
+	var wsum, lsum float64
+	for _, x := range []struct {
+		d *DimensionScore
+		w float64
+	}{{d.Completeness, WeightCompleteness}, {d.Validity, WeightValidity}, {d.Uniqueness, WeightUniqueness},
+		{d.Timeliness, WeightTimeliness}, {d.Consistency, WeightConsistency}, {d.Accuracy, WeightAccuracy}} {
+		if x.d == nil {
+			continue
+		}
+		wsum += x.w
+		lsum += x.w * math.Log(math.Max(x.d.Score, 0.01))
+	}
+	if wsum == 0 {
+		return nil
+	}
+	s := 100 * math.Exp(lsum/wsum)
+	return &s
+}
+
+// TierOf grades a score: platinum ≥ 90, gold ≥ 75, silver ≥ 60, bronze below; unrated when
+// there is no score.
+func TierOf(score *float64) string {
+	switch {
+	case score == nil:
+		return TierUnrated
+	case *score >= 90:
+		return TierPlatinum
+	case *score >= 75:
+		return TierGold
+	case *score >= 60:
+		return TierSilver
+	}
+	return TierBronze
+}
+
+func gate(score *float64, passed bool, blockBelow, reviewBelow float64) string {
+	switch {
+	case score == nil:
+		return GatingReview
+	case *score < blockBelow:
+		return GatingBlock
+	case !passed || *score < reviewBelow:
+		return GatingReview
+	}
+	return GatingAllow
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package meridian
+
+const raceEnabled = false
