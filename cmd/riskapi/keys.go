@@ -175,20 +175,11 @@ func runKeysList(ctx context.Context, args []string, getenv func(string) string,
 			limit = strconv.FormatInt(k.RateLimit, 10)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, auth.Display(k), k.Type, k.Mode,
-			keyStatus(k, now), strings.Join(k.Scopes, ","), limit, shortTime(&k.CreatedAt), shortTime(k.LastUsedAt), k.Name)
+			auth.Status(k, now), strings.Join(k.Scopes, ","), limit, shortTime(&k.CreatedAt), shortTime(k.LastUsedAt), k.Name)
 	}
 	return tw.Flush()
 }
 
-func keyStatus(k store.APIKey, now time.Time) string {
-	switch {
-	case k.RevokedAt != nil:
-		return "revoked"
-	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
-		return "expired"
-	}
-	return "active"
-}
 
 func shortTime(t *time.Time) string {
 	if t == nil {

@@ -29,6 +29,7 @@ const usageText = `riskapi — risk analytics for AI agents: Drift, Convergence,
 Usage:
   riskapi serve [flags]                 run the HTTP API (see riskapi serve --help)
   riskapi accounts create --name N --email E --plan P [--region R] [--json]
+  riskapi accounts set-password --email E [--account ACCT]   dashboard sign-in; password on stdin
   riskapi keys create --account ACCT --type live|test|restricted [--mode live|test]
                       [--scopes a,b] [--rate-limit N] [--expires-in DURATION] [--name N] [--json]
   riskapi keys list --account ACCT [--json]

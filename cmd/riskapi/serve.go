@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/dashboard"
 	"riskapi/internal/delivery"
 	"riskapi/internal/httpapi"
 	"riskapi/internal/ident"
@@ -115,6 +116,8 @@ type serveConfig struct {
 	webhookTimeout       time.Duration
 	ceiling              int64
 	proxies              []netip.Prefix
+	// dashboardSignUp lets visitors create accounts in the dashboard (off: invite-only).
+	dashboardSignUp bool
 }
 
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -148,6 +151,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a receiver has to answer a delivery (env RISKAPI_WEBHOOK_TIMEOUT)")
 	proxies := fs.String("trusted-proxies", getenv("RISKAPI_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (env RISKAPI_TRUSTED_PROXIES)")
+	fs.BoolVar(&c.dashboardSignUp, "dashboard-signup", getenv("RISKAPI_DASHBOARD_SIGNUP") != "false",
+		"let visitors create accounts in the dashboard at /dashboard; --dashboard-signup=false for invite-only (env RISKAPI_DASHBOARD_SIGNUP=false)")
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
@@ -286,8 +291,24 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	dash, err := dashboard.New(dashboard.Config{
+		Store:            st,
+		Limiter:          limiter,
+		Logger:           logger,
+		SignUp:           cfg.dashboardSignUp,
+		Region:           cfg.region,
+		SecureCookies:    strings.HasPrefix(cfg.publicURL, "https://"),
+		TrustedProxies:   cfg.proxies,
+		UnlimitedCeiling: cfg.ceiling,
+		Targets:          targets,
+		Notify:           dispatcher.Notify,
+		KeyRevoked:       authn.Forget,
+	})
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           dash.Mount(api),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -303,6 +324,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	wg.Go(func() { memory.Run(background) })
 	wg.Go(func() { purgeExpired(background, st, logger) })
 	wg.Go(func() { dispatcher.Run(background) })
+	// Background Cascade simulations: resumed from the store after a restart or a crash.
+	wg.Go(func() { api.RunSimulations(background, dispatcherOwner()) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

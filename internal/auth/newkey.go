@@ -94,3 +94,15 @@ func keyMode(t store.KeyType, asked store.Mode) (store.Mode, error) {
 		return asked, nil
 	}
 }
+
+// Status names a key's state for people: "revoked", "expired" or "active" at now. The
+// command line and the dashboard list keys with it.
+func Status(k store.APIKey, now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return "revoked"
+	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+		return "expired"
+	}
+	return "active"
+}

@@ -71,6 +71,9 @@ func (s *Server) saveAnalysis(r *http.Request, k analysisKind, h resourceHeader,
 	if err := s.cfg.Store.CreateAnalysis(r.Context(), a, ev); err != nil {
 		return nil, err
 	}
+	if ev != nil {
+		s.cfg.Webhooks.Notify()
+	}
 	return payload, nil
 }
 

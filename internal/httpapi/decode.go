@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/convergence"
 )
 
 // validatable is implemented by request types. validate checks the constraints that JSON
@@ -246,6 +248,12 @@ var timeType = reflect.TypeFor[time.Time]()
 // timeExpectation is details.expected for every timestamp field.
 const timeExpectation = "string (RFC 3339 timestamp)"
 
+// typeExpectations names what a client must send for the request types whose Go kind says
+// nothing useful (a struct that decodes from a string or a number).
+var typeExpectations = map[reflect.Type]string{
+	reflect.TypeFor[convergence.Period](): "string or integer (an RFC 3339 date or date-time, or an integer)",
+}
+
 // expectedType names a Go type as the JSON type a client must send.
 func expectedType(t reflect.Type) string {
 	for t != nil && t.Kind() == reflect.Pointer {
@@ -253,6 +261,9 @@ func expectedType(t reflect.Type) string {
 	}
 	if t == nil {
 		return "value"
+	}
+	if e, ok := typeExpectations[t]; ok {
+		return e
 	}
 	if t == timeType {
 		return timeExpectation

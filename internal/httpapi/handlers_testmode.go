@@ -11,9 +11,12 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"riskapi/cascade"
+	"riskapi/convergence"
 	"riskapi/drift"
 	"riskapi/internal/auth"
 	"riskapi/internal/store"
+	"riskapi/meridian"
 )
 
 // testGenerateRequest is the body of POST /v1/test/generate.
@@ -52,6 +55,21 @@ type testGenerator struct {
 // testGenerators lists the products of POST /v1/test/generate.
 var testGenerators = map[string]testGenerator{
 	store.ProductDrift: {scenarios: drift.TestModeScenarios, scope: "drift:write", generate: generateDriftItem},
+	store.ProductConvergence: {scenarios: convergence.TestModeScenarios, scope: "convergence:write",
+		generate: func(_ *Server, _ *http.Request, scenario string, seed int64) (testItem, error) {
+			in, truth := convergence.Generate(scenario, seed, convergence.GenParams{})
+			return testItem{Request: in, Expected: truth}, nil
+		}},
+	"cascade": {scenarios: cascade.TestModeScenarios, scope: "cascade:write",
+		generate: func(_ *Server, _ *http.Request, scenario string, seed int64) (testItem, error) {
+			in, truth := cascade.Generate(scenario, seed, cascade.GenParams{})
+			return testItem{Request: in, Expected: truth}, nil
+		}},
+	store.ProductMeridian: {scenarios: meridian.TestModeScenarios, scope: "meridian:write",
+		generate: func(_ *Server, _ *http.Request, scenario string, seed int64) (testItem, error) {
+			req, truth := meridian.Generate(scenario, seed, meridian.GenParams{})
+			return testItem{Request: req, Expected: truth}, nil
+		}},
 }
 
 // testProducts is the contract's product list, in its order.
@@ -69,11 +87,7 @@ func (req *testGenerateRequest) validate() *Error {
 	case !slices.Contains(testProducts, *req.Product):
 		return invalidField("product", productExpected, "string", "%q is not a product: use one of %s.", *req.Product, strings.Join(testProducts, ", "))
 	}
-	gen, ok := testGenerators[*req.Product]
-	if !ok {
-		return invalidField("product", productExpected, "string", "Test data for %s is not available yet.", *req.Product)
-	}
-	scenarios := gen.scenarios()
+	scenarios := testGenerators[*req.Product].scenarios()
 	expected := "string (one of " + strings.Join(scenarios, ", ") + ")"
 	switch {
 	case req.Scenario == nil:

@@ -56,7 +56,7 @@ func handleJSON[Req any](s *Server, do func(w http.ResponseWriter, r *http.Reque
 			do(w, r, &req)
 			return
 		}
-		s.runIdempotent(w, r, key, body, func(w http.ResponseWriter) { do(w, r, &req) })
+		s.runIdempotent(w, r, key, sha256.Sum256(body), func(w http.ResponseWriter) { do(w, r, &req) })
 	})
 }
 
@@ -88,15 +88,14 @@ func idempotencyKey(r *http.Request) (string, *Error) {
 // that response replayed byte for byte with Idempotent-Replayed: true; while the first still
 // runs, 409 IDEMPOTENCY_KEY_IN_USE; another request with the same key, 422
 // IDEMPOTENCY_KEY_REUSED. A 5xx is not stored: the key is released so a retry runs again.
-func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key string, body []byte, work func(http.ResponseWriter)) {
+func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key string, bodySum [sha256.Size]byte, work func(http.ResponseWriter)) {
 	info := requestInfoFrom(r.Context())
 	p := info.principal
-	sum := sha256.Sum256(body)
 	k := store.IdempotencyKey{
 		AccountID:   p.Account.ID,
 		Mode:        p.Key.Mode,
 		Key:         key,
-		Fingerprint: r.Method + " " + r.URL.Path + " " + hex.EncodeToString(sum[:]),
+		Fingerprint: r.Method + " " + r.URL.Path + " " + hex.EncodeToString(bodySum[:]),
 	}
 	state, token, stored, err := s.cfg.Store.BeginIdempotent(r.Context(), k, idempotencyPolicy, s.cfg.Now())
 	if err != nil {

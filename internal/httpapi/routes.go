@@ -29,6 +29,18 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/drift/analyses", s.protected("drift:read", s.handleListAnalyses(driftAnalyses, agentIDPattern, agentIDExpected)))
 	s.mux.Handle("GET /v1/drift/analyses/{id}", s.protected("drift:read", s.handleGetAnalysis(driftAnalyses)))
 
+	s.mux.Handle("POST /v1/convergence/analyze-market", s.protected("convergence:write", s.handleAnalyzeMarket()))
+	s.mux.Handle("GET /v1/convergence/analyses", s.protected("convergence:read", s.handleListAnalyses(convergenceAnalyses, marketIDPattern, marketIDExpected)))
+	s.mux.Handle("GET /v1/convergence/analyses/{id}", s.protected("convergence:read", s.handleGetAnalysis(convergenceAnalyses)))
+
+	s.mux.Handle("POST /v1/cascade/simulate", s.protected("cascade:write", s.handleSimulate()))
+	s.mux.Handle("GET /v1/cascade/simulations", s.protected("cascade:read", s.handleListSimulations()))
+	s.mux.Handle("GET /v1/cascade/simulations/{id}", s.protected("cascade:read", s.handleGetSimulation()))
+
+	s.mux.Handle("POST /v1/meridian/quality-check", s.protected("meridian:write", s.handleQualityCheck()))
+	s.mux.Handle("GET /v1/meridian/quality-checks", s.protected("meridian:read", s.handleListAnalyses(meridianChecks, sourceIDPattern, sourceIDExpected)))
+	s.mux.Handle("GET /v1/meridian/quality-checks/{id}", s.protected("meridian:read", s.handleGetAnalysis(meridianChecks)))
+
 	// Test mode: synthetic data with known truth, test-mode keys only. The product's write
 	// scope is checked once the body names the product.
 	s.mux.Handle("POST /v1/test/generate", s.protected("", testModeOnly(s.handleTestGenerate())))

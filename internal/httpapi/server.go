@@ -84,6 +84,7 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *httpMetrics
+	simWake simulationWake
 }
 
 // NewServer builds the API over cfg's dependencies.

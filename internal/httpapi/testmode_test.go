@@ -14,7 +14,10 @@ import (
 // analysisEndpoints maps a product to the endpoint its generated requests are posted to and
 // the verdict field of the answer.
 var analysisEndpoints = map[string]struct{ path, verdict string }{
-	"drift": {"/v1/drift/analyze", "shadow_principal_detected"},
+	"drift":       {"/v1/drift/analyze", "shadow_principal_detected"},
+	"convergence": {"/v1/convergence/analyze-market", "collusion_detected"},
+	"cascade":     {"/v1/cascade/simulate", "systemic_risk_detected"},
+	"meridian":    {"/v1/meridian/quality-check", "passed"},
 }
 
 // Every scenario of every product: each generated item, posted as it is to its analysis

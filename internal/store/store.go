@@ -175,6 +175,7 @@ type Store interface {
 	AnalysisStore
 	DriftEventStore
 	SimulationStore
+	UserStore
 }
 
 // EventStore keeps the event outbox. Products write an event in the same transaction as

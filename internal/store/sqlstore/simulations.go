@@ -148,16 +148,7 @@ func (s *Store) ReleaseSimulation(ctx context.Context, id, owner string, payload
 }
 
 // leaseHeld turns an update that matched no row (the lease was lost) into ErrLeaseLost.
-func leaseHeld(res sql.Result) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return store.ErrLeaseLost
-	}
-	return nil
-}
+func leaseHeld(res sql.Result) error { return matchedOr(res, store.ErrLeaseLost) }
 
 func nonNil(b []byte) []byte {
 	if b == nil {

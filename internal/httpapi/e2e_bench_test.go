@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"riskapi/cascade"
+	"riskapi/convergence"
+	"riskapi/internal/store"
+)
+
+// benchServer is a server on the embedded store for end-to-end benchmarks: no access log
+// kept, no rate limit in reach, and an enterprise account's live key.
+func benchServer(b *testing.B) (*bundle, store.Account, string) {
+	bb := setup(b, func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		c.UnlimitedCeiling = 1 << 50
+	}, nil)
+	acct, key := bb.newAccount(store.PlanEnterprise, nil)
+	return bb, acct, key
+}
+
+// benchPost sends one POST of body to path over the loopback socket and checks that it is
+// answered with status and a body containing want; idempotencyKey "" sends none.
+func benchPost(b *testing.B, bb *bundle, key, path string, body []byte, status int, want, idempotencyKey string) []byte {
+	req, err := http.NewRequest(http.MethodPost, bb.http.URL+path, bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	if idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", idempotencyKey)
+	}
+	res, err := bb.http.Client().Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != status || !bytes.Contains(answer, []byte(want)) {
+		b.Fatalf("status %d: %.300s", res.StatusCode, answer)
+	}
+	return answer
+}
+
+// postLoop times POSTs of body to path, each checked as benchPost does. With idempotent,
+// each request carries a new Idempotency-Key.
+func postLoop(b *testing.B, bb *bundle, key, path string, body []byte, status int, want string, idempotent bool) {
+	b.SetBytes(int64(len(body)))
+	for i := 0; b.Loop(); i++ {
+		idempotencyKey := ""
+		if idempotent {
+			idempotencyKey = "bench-" + strconv.Itoa(i) + "-" + b.Name()
+		}
+		benchPost(b, bb, key, path, body, status, want, idempotencyKey)
+	}
+}
+
+// BenchmarkConvergence100x1000 is the Convergence contract's speed target end to end: 100
+// firms × 1,000 periods (100,000 observations with costs, quantities and messages; a cartel
+// forms and breaks down) posted to /v1/convergence/analyze-market. Target: under 1 s on 2 cores.
+func BenchmarkConvergence100x1000(b *testing.B) {
+	bb, _, key := benchServer(b)
+	in, _ := convergence.Generate(convergence.ScenarioCartel, 1, convergence.GenParams{Firms: 100, Periods: 1000, Messages: 1, PeriodForm: convergence.FormDate})
+	postLoop(b, bb, key, "/v1/convergence/analyze-market", mustJSON(b, in), http.StatusOK, `"collusion_detected":true`, false)
+}
+
+// BenchmarkCascadeThreshold1k is the Cascade contract's speed target through the API: the
+// threshold model on 1,000 nodes and 10,000 edges, 10,000 runs, posted to
+// /v1/cascade/simulate (synchronous). Target: under 2 s on 2 cores.
+func BenchmarkCascadeThreshold1k(b *testing.B) {
+	bb, _, key := benchServer(b)
+	in, _ := cascade.Generate(cascade.ScenarioFragileNetwork, 1, cascade.GenParams{Nodes: 1000, MeanDegree: 10, Simulations: 10_000})
+	in.Scenarios = []cascade.ScenarioSpec{{Name: "one random failure", Type: cascade.TypeRandomNode}}
+	postLoop(b, bb, key, "/v1/cascade/simulate", mustJSON(b, in), http.StatusOK, `"status":"completed"`, false)
+}
+
+// BenchmarkCascadeAsync100kNodes shows a 100,000-node network through the background path:
+// POST with async answers 202, a runner completes the simulation, and the
+// cascade.simulation_completed event is stored. One op is the whole round, 202 to event.
+func BenchmarkCascadeAsync100kNodes(b *testing.B) {
+	bb, acct, key := benchServer(b)
+	in, _ := cascade.Generate(cascade.ScenarioFragileNetwork, 2, cascade.GenParams{Nodes: 100_000, MeanDegree: 3, Simulations: 100})
+	in.Async = true
+	body := mustJSON(b, in)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go bb.server.RunSimulations(ctx, "bench-runner")
+	var events int
+	for b.Loop() {
+		answer := benchPost(b, bb, key, "/v1/cascade/simulate", body, http.StatusAccepted, `"status":"queued"`, "")
+		id := string(bytes.Split(bytes.Split(answer, []byte(`"id":"`))[1], []byte(`"`))[0])
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			sim, err := bb.store.Simulation(context.Background(), acct.ID, store.ModeLive, id)
+			if err == nil && sim.Status == store.SimulationCompleted {
+				break
+			}
+			if err == nil && sim.Status == store.SimulationFailed {
+				b.Fatalf("simulation failed: %s", sim.Payload)
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("simulation %s not completed within 5 minutes", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		events++
+	}
+	page, err := bb.store.ListEvents(context.Background(), acct.ID, store.ModeLive, EventCascadeSimulationCompleted, store.PageQuery{Limit: 100})
+	if err != nil || int(page.TotalCount) != events {
+		b.Fatalf("%d cascade.simulation_completed events for %d simulations (%v)", page.TotalCount, events, err)
+	}
+}

@@ -1,0 +1,16 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"riskapi/internal/store"
+	"riskapi/internal/store/postgres/pgtest"
+	"riskapi/internal/store/storetest"
+)
+
+func TestUsersConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunUsers(t, func(t *testing.T) store.Store {
+		return open(t, pgtest.NewDatabase(t))
+	})
+}
