@@ -87,15 +87,18 @@ func algebraicConnectivity(ctx context.Context, g *network, components, workers 
 		// order, so the result does not depend on the number of workers.
 		apply = func(dst, x []float64) {
 			var wg sync.WaitGroup
+			var box panicBox
 			step := (n + workers - 1) / workers
 			for lo := 0; lo < n; lo += step {
 				wg.Add(1)
 				go func(lo int) {
 					defer wg.Done()
+					defer box.catch()
 					rows(dst, x, lo, min(n, lo+step))
 				}(lo)
 			}
 			wg.Wait()
+			box.rethrow()
 		}
 	}
 	precond := func(v []float64) {
@@ -139,17 +142,20 @@ func lobpcgSmallest(ctx context.Context, n, b int, apply func(dst, x []float64),
 			return
 		}
 		var wg sync.WaitGroup
+		var box panicBox
 		sem := make(chan struct{}, workers)
 		for j := range src {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func(j int) {
 				defer wg.Done()
+				defer func() { <-sem }()
+				defer box.catch()
 				apply(dst[j], src[j])
-				<-sem
 			}(j)
 		}
 		wg.Wait()
+		box.rethrow()
 	}
 	// Fixed pseudo-random start, orthogonal to the constant vector.
 	rng := rand.New(rand.NewPCG(0x5eed, 0xf1ed1e))
@@ -366,5 +372,34 @@ func centre(x []float64) {
 	m /= float64(len(x))
 	for i := range x {
 		x[i] -= m
+	}
+}
+
+// panicBox carries a panic from a helper goroutine to the goroutine that waits for it, so
+// that it is recovered where the caller recovers (the request handler, the background
+// runner) instead of ending the process.
+type panicBox struct {
+	mu sync.Mutex
+	p  any
+}
+
+// catch must be deferred directly by the helper goroutine.
+func (b *panicBox) catch() {
+	if p := recover(); p != nil {
+		b.mu.Lock()
+		if b.p == nil {
+			b.p = p
+		}
+		b.mu.Unlock()
+	}
+}
+
+// rethrow re-raises the first caught panic, if any, after every helper has returned.
+func (b *panicBox) rethrow() {
+	b.mu.Lock()
+	p := b.p
+	b.mu.Unlock()
+	if p != nil {
+		panic(p)
 	}
 }

@@ -180,7 +180,6 @@ func runKeysList(ctx context.Context, args []string, getenv func(string) string,
 	return tw.Flush()
 }
 
-
 func shortTime(t *time.Time) string {
 	if t == nil {
 		return "never"

@@ -151,7 +151,15 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a receiver has to answer a delivery (env RISKAPI_WEBHOOK_TIMEOUT)")
 	proxies := fs.String("trusted-proxies", getenv("RISKAPI_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (env RISKAPI_TRUSTED_PROXIES)")
-	fs.BoolVar(&c.dashboardSignUp, "dashboard-signup", getenv("RISKAPI_DASHBOARD_SIGNUP") != "false",
+	signUp := true
+	if v := getenv("RISKAPI_DASHBOARD_SIGNUP"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, usagef("RISKAPI_DASHBOARD_SIGNUP=%q: use true or false", v)
+		}
+		signUp = b
+	}
+	fs.BoolVar(&c.dashboardSignUp, "dashboard-signup", signUp,
 		"let visitors create accounts in the dashboard at /dashboard; --dashboard-signup=false for invite-only (env RISKAPI_DASHBOARD_SIGNUP=false)")
 	if err := parseFlags(fs, args); err != nil {
 		return c, err

@@ -34,7 +34,6 @@ func (h *Handler) accountKeys(r *http.Request, v *visitor) ([]store.APIKey, erro
 	return slices.DeleteFunc(all, func(k store.APIKey) bool { return k.Mode != v.mode }), nil
 }
 
-
 // handleListKeys is Settings → API Keys: the mode's keys, shown as prefix and last four.
 func (h *Handler) handleListKeys() signedInHandler {
 	return func(w http.ResponseWriter, r *http.Request, v *visitor) {

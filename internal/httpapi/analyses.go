@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"regexp"
 	"time"
@@ -14,12 +15,22 @@ import (
 )
 
 // objectEncodeOptions encode the objects the API stores and returns (analyses, events about
-// them): keys sorted where maps appear, and every time.Time in the API's one timestamp format
-// (RFC 3339 UTC with milliseconds), whatever precision the engine's times carry.
+// them): keys sorted where maps appear, every time.Time in the API's one timestamp format
+// (RFC 3339 UTC with milliseconds), whatever precision the engine's times carry, and a number
+// that is not finite — a statistic of extreme data that overflowed float64 — as null rather
+// than a failed response (JSON has no NaN or infinity).
 var objectEncodeOptions = json.JoinOptions(encodeOptions,
-	json.WithMarshalers(json.MarshalToFunc(func(enc *jsontext.Encoder, t time.Time) error {
-		return enc.WriteToken(jsontext.String(formatTime(t)))
-	})))
+	json.WithMarshalers(json.JoinMarshalers(
+		json.MarshalToFunc(func(enc *jsontext.Encoder, t time.Time) error {
+			return enc.WriteToken(jsontext.String(formatTime(t)))
+		}),
+		json.MarshalToFunc(func(enc *jsontext.Encoder, x float64) error {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return enc.WriteToken(jsontext.Null)
+			}
+			return errors.ErrUnsupported // finite: the default encoding
+		}),
+	)))
 
 // resourceHeader is what every stored object starts with (platform contract §1).
 type resourceHeader struct {

@@ -75,6 +75,10 @@ func TestCascadeSyncSimulation(t *testing.T) {
 	if list.field("pagination.total_count") != 2.0 || list.field("pagination.has_more") != true {
 		t.Fatalf("list: %s", list.raw)
 	}
+	// List items leave the per-node array out (GET has it).
+	if item := list.body["data"].([]any)[0].(map[string]any); item["nodes"] != nil || item["scenarios"] == nil {
+		t.Fatalf("list item: %v", item)
+	}
 	b.get("/v1/cascade/simulations/"+id, b.liveKey).wantError(t, http.StatusNotFound, "not_found_error", "NOT_FOUND")
 }
 

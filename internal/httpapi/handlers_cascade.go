@@ -165,7 +165,7 @@ func (s *Server) handleSimulate() http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		sim.Status, sim.Payload, sim.Request = store.SimulationCompleted, payload, []byte{}
+		sim.Status, sim.Payload, sim.Summary, sim.Request = store.SimulationCompleted, payload, evPayload, []byte{}
 		if err := s.cfg.Store.CreateSimulation(r.Context(), sim, &ev); err != nil {
 			writeError(w, r, err)
 			return

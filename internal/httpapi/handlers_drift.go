@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -27,6 +28,9 @@ const (
 	// maxPartyChars bounds party names, principal ids and instruction sources: long enough
 	// for a URL-like source, short enough that one event cannot hold megabytes of names.
 	maxPartyChars = 512
+	// maxMagnitude bounds every number of an event (as Cascade bounds its inputs): sums of
+	// 100,000 values and their squares stay finite, so no statistic overflows to ±Inf.
+	maxMagnitude = 1e15
 )
 
 var driftAnalyses = analysisKind{
@@ -87,6 +91,14 @@ func validateDriftEvents(events []driftEventInput) *Error {
 		if n := utf8.RuneCountInString(*ev.Action); n == 0 || n > maxActionChars {
 			return invalidField(path+".action", "string (1-64 chars)", "string", "%s.action must be 1 to %d characters long.", path, maxActionChars)
 		}
+		for _, v := range []struct {
+			name string
+			x    *float64
+		}{{"principal_value", ev.PrincipalValue}, {"best_alternative_value", ev.BestAlternativeValue}} {
+			if v.x != nil && math.Abs(*v.x) > maxMagnitude {
+				return invalidField(path+"."+v.name, "number (between -1e15 and 1e15)", "number", "%s.%s is too large (at most 1e15 in size).", path, v.name)
+			}
+		}
 		for j, b := range ev.Beneficiaries {
 			bpath := path + ".beneficiaries[" + strconv.Itoa(j) + "]"
 			switch {
@@ -96,8 +108,8 @@ func validateDriftEvents(events []driftEventInput) *Error {
 				return invalidField(bpath+".party", fmt.Sprintf("string (1-%d chars)", maxPartyChars), "string", "%s.party must be 1 to %d characters long.", bpath, maxPartyChars)
 			case b.Value == nil:
 				return invalidField(bpath+".value", "number (>= 0)", "missing", "%s.value is required.", bpath)
-			case *b.Value < 0:
-				return invalidField(bpath+".value", "number (>= 0)", "number", "%s.value must not be negative (it is %g).", bpath, *b.Value)
+			case *b.Value < 0 || *b.Value > maxMagnitude:
+				return invalidField(bpath+".value", "number (0 to 1e15)", "number", "%s.value must be between 0 and 1e15 (it is %g).", bpath, *b.Value)
 			}
 		}
 		if ev.InstructedBy != nil && (*ev.InstructedBy == "" || utf8.RuneCountInString(*ev.InstructedBy) > maxPartyChars) {
@@ -243,6 +255,10 @@ func (req *analyzeDriftRequest) validate() *Error {
 		switch {
 		case req.Events != nil:
 			return invalidField("window", "absent when events are sent", "object", "window selects stored events; it cannot be combined with inline events.")
+		case w.From != nil && (w.From.Before(earliestEventTime) || !w.From.Before(latestEventTime)):
+			return invalidField("window.from", expected+" (years 1900-2199)", "string", "window.from must lie in the years 1900 to 2199, as event timestamps do.")
+		case w.To != nil && (w.To.Before(earliestEventTime) || w.To.After(latestEventTime)):
+			return invalidField("window.to", expected+" (years 1900-2200)", "string", "window.to must lie in the years 1900 to 2200, as event timestamps do.")
 		case w.From != nil && w.To != nil && !w.From.Before(*w.To):
 			return invalidField("window.to", expected, "string", "window.to must be later than window.from (to is exclusive).")
 		}
@@ -256,6 +272,18 @@ func (req *analyzeDriftRequest) validate() *Error {
 			return invalidField("baseline", expected, "object", "baseline needs until or fraction; omit baseline for the default (the first 30 %% of events).")
 		case b.Fraction != nil && (*b.Fraction < 0.05 || *b.Fraction > 0.9):
 			return invalidField("baseline.fraction", "number (0.05-0.9)", "number", "baseline.fraction must be between 0.05 and 0.9 (it is %g).", *b.Fraction)
+		case b.Until != nil && req.Events != nil:
+			// Inline events: the split can be checked now, before anything runs or is stored.
+			before := 0
+			for _, ev := range *req.Events {
+				if ev.Timestamp.Before(*b.Until) {
+					before++
+				}
+			}
+			if before == 0 || before == len(*req.Events) {
+				return invalidField("baseline.until", "string (a timestamp with events on both sides)", "string",
+					"baseline.until leaves %d of the %d events in the baseline; both the baseline and the monitoring part need events.", before, len(*req.Events))
+			}
 		}
 	}
 	if v := req.Sensitivity; v != nil && !(*v > 0 && *v <= 0.2) {

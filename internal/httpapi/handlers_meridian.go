@@ -40,18 +40,18 @@ type qualityCheckObject struct {
 // errors (400, not stored) come before idempotency (409/422).
 func (s *Server) handleQualityCheck() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		digest := sha256.New()
+		req, ds, hasData, e := decodeQualityCheck(io.TeeReader(r.Body, digest))
+		if e != nil {
+			writeError(w, r, e)
+			return
+		}
 		key, e := idempotencyKey(r)
 		if e != nil {
 			writeError(w, r, e)
 			return
 		}
-		digest := sha256.New()
-		req, ds, e := decodeQualityCheck(io.TeeReader(r.Body, digest))
-		if e != nil {
-			writeError(w, r, e)
-			return
-		}
-		if e := validateQualityCheck(&req); e != nil {
+		if e := validateQualityCheck(&req, hasData); e != nil {
 			writeError(w, r, e)
 			return
 		}
@@ -70,8 +70,10 @@ func sumOf(h hash.Hash) (sum [sha256.Size]byte) {
 }
 
 // validateQualityCheck applies the engine's own checks of everything but the data (which was
-// checked while it was read), so the API and the library refuse the same requests alike.
-func validateQualityCheck(req *meridian.Request) *Error {
+// checked while it was read), so the API and the library refuse the same requests alike, and
+// the rules that tie the members together (data or signals; checks need data) — all before
+// the Idempotency-Key is taken, so none of these 400s is stored.
+func validateQualityCheck(req *meridian.Request, hasData bool) *Error {
 	if !sourceIDPattern.MatchString(req.SourceID) {
 		received := "string"
 		if req.SourceID == "" {
@@ -79,10 +81,26 @@ func validateQualityCheck(req *meridian.Request) *Error {
 		}
 		return invalidField("source_id", sourceIDExpected, received, "source_id is required: 1 to 128 letters, digits, '.', '_', ':', '/' or '-'.")
 	}
+	if e := engineError(req.Validate()); e != nil {
+		return e
+	}
+	switch {
+	case !hasData && req.Signals == nil:
+		return invalidField("data", "object (records or csv; or send signals)", "missing", "The request needs data (records or csv) or signals.")
+	case !hasData && len(req.Checks) > 0:
+		return invalidField("data", "object (records or csv; checks run on data)", "missing",
+			"checks need data to run on: send data.records or data.csv, or remove checks for a signals-only request.")
+	}
+	return nil
+}
+
+// engineError maps a Meridian validation error to the envelope; nil stays nil.
+func engineError(err error) *Error {
 	var ie *meridian.InputError
-	if err := req.Validate(); errors.As(err, &ie) {
+	if errors.As(err, &ie) {
 		return engineInputError(ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message)
-	} else if err != nil {
+	}
+	if err != nil {
 		return invalidField("checks", "array", "array", "%v", err)
 	}
 	return nil
@@ -110,63 +128,77 @@ func (s *Server) runQualityCheck(w http.ResponseWriter, r *http.Request, req *me
 }
 
 // decodeQualityCheck reads a quality-check request from body. The data member is fed straight
-// into a dataset; every other member is gathered (they are small) and decoded strictly into
-// the request, so unknown fields and wrong types are reported as on every endpoint.
-func decodeQualityCheck(body io.Reader) (meridian.Request, *meridian.Dataset, *Error) {
-	var req meridian.Request
-	ds := meridian.NewDataset()
+// into a dataset; every other member is decoded strictly on its own as it is read (unknown
+// fields and wrong types are reported as on every endpoint) and checked at once, so the first
+// failure in document order is the one reported, whichever side of data it stands. hasData
+// reports whether records or csv were sent.
+func decodeQualityCheck(body io.Reader) (req meridian.Request, ds *meridian.Dataset, hasData bool, _ *Error) {
+	ds = meridian.NewDataset()
 	dec := jsontext.NewDecoder(body)
 	tok, err := dec.ReadToken()
 	if errors.Is(err, io.EOF) {
-		return req, ds, decodeJSON(nil, &req) // an empty body reads as {}
+		return req, ds, false, decodeJSON(nil, &req) // an empty body reads as {}
 	}
 	if err != nil {
-		return req, ds, streamError(err)
+		return req, ds, false, streamError(err)
 	}
 	if tok.Kind() != '{' {
 		e := newError(CodeBadRequest, "The request body must be a JSON object, starting with '{'.")
 		e.Details["offset"] = dec.InputOffset() - 1
-		return req, ds, e
+		return req, ds, false, e
 	}
 	rest := []byte{'{'}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return req, ds, streamError(err)
+			return req, ds, false, streamError(err)
 		}
 		name := tok.String() // a token is void after the next read
 		if name == "data" {
-			if e := readQualityData(dec, ds); e != nil {
-				return req, ds, e
+			sent, e := readQualityData(dec, ds)
+			if e != nil {
+				return req, ds, false, e
 			}
+			hasData = hasData || sent
 			continue
 		}
 		v, err := dec.ReadValue()
 		if err != nil {
-			return req, ds, streamError(err)
+			return req, ds, false, streamError(err)
+		}
+		member, _ := jsontext.AppendQuote(nil, name)
+		member = append(append(member, ':'), v...)
+		var one meridian.Request
+		if e := decodeJSON(append(append([]byte{'{'}, member...), '}'), &one); e != nil {
+			return req, ds, false, e
+		}
+		if name == "source_id" && !sourceIDPattern.MatchString(one.SourceID) {
+			return req, ds, false, invalidField("source_id", sourceIDExpected, "string", "source_id must be 1 to 128 letters, digits, '.', '_', ':', '/' or '-'.")
+		}
+		if e := engineError(one.ValidateMember(name)); e != nil {
+			return req, ds, false, e
 		}
 		if len(rest) > 1 {
 			rest = append(rest, ',')
 		}
-		rest, _ = jsontext.AppendQuote(rest, name)
-		rest = append(append(rest, ':'), v...)
+		rest = append(rest, member...)
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return req, ds, streamError(err)
+		return req, ds, false, streamError(err)
 	}
 	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			e := newError(CodeBadRequest, "Malformed JSON at byte offset %d: data after the end of the request object.", dec.InputOffset())
 			e.Details["offset"] = dec.InputOffset()
-			return req, ds, e
+			return req, ds, false, e
 		}
-		return req, ds, streamError(err)
+		return req, ds, false, streamError(err)
 	}
 	rest = append(rest, '}')
 	if e := decodeJSON(rest, &req); e != nil {
-		return req, ds, e
+		return req, ds, false, e
 	}
-	return req, ds, nil
+	return req, ds, hasData, nil
 }
 
 // readQualityData streams the value of the data member into ds: records one by one, or the
@@ -174,21 +206,21 @@ func decodeQualityCheck(body io.Reader) (meridian.Request, *meridian.Dataset, *E
 // text is parsed the moment it is read, with the delimiter sent before it or else ",": a
 // different delimiter sent after the csv is refused with a message saying to send it first,
 // rather than holding a second copy of the text until the object ends.
-func readQualityData(dec *jsontext.Decoder, ds *meridian.Dataset) *Error {
+func readQualityData(dec *jsontext.Decoder, ds *meridian.Dataset) (sent bool, _ *Error) {
 	const expected = "object (records or csv)"
 	switch k := dec.PeekKind(); k {
 	case 'n':
 		_, err := dec.ReadValue() // null: no data
-		return streamError(err)
+		return false, streamError(err)
 	case '{':
 	default:
 		if _, err := dec.ReadValue(); err != nil {
-			return streamError(err)
+			return false, streamError(err)
 		}
-		return invalidField("data", expected, kindName(k), "data must be an object holding records or csv, not %s.", withArticle(kindName(k)))
+		return false, invalidField("data", expected, kindName(k), "data must be an object holding records or csv, not %s.", withArticle(kindName(k)))
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return streamError(err)
+		return false, streamError(err)
 	}
 	var (
 		delim              rune = ','
@@ -198,73 +230,76 @@ func readQualityData(dec *jsontext.Decoder, ds *meridian.Dataset) *Error {
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return streamError(err)
+			return false, streamError(err)
 		}
 		name, path := tok.String(), "data."+tok.String()
 		switch name {
 		case "records":
 			if isCSV {
-				return invalidField(path, expected, kindName(dec.PeekKind()), "data takes records or csv, not both.")
+				return false, invalidField(path, expected, kindName(dec.PeekKind()), "data takes records or csv, not both.")
 			}
 			if dec.PeekKind() == 'n' {
 				if _, err := dec.ReadValue(); err != nil {
-					return streamError(err)
+					return false, streamError(err)
 				}
 				continue
 			}
 			haveRecords = true
 			if err := ds.ReadRecords(dec); err != nil {
-				return dataError(err)
+				return false, dataError(err)
 			}
 		case "csv":
 			k := dec.PeekKind()
 			v, err := dec.ReadValue()
 			if err != nil {
-				return streamError(err)
+				return false, streamError(err)
 			}
 			switch {
 			case k == 'n':
 				continue
 			case haveRecords:
-				return invalidField(path, expected, kindName(k), "data takes records or csv, not both.")
+				return false, invalidField(path, expected, kindName(k), "data takes records or csv, not both.")
 			case k != '"':
-				return invalidField(path, "string (RFC 4180 CSV with a header row)", kindName(k), "data.csv must be a string of CSV text.")
+				return false, invalidField(path, "string (RFC 4180 CSV with a header row)", kindName(k), "data.csv must be a string of CSV text.")
 			}
 			isCSV = true
 			if e := readCSV(ds, v, delim); e != nil {
 				if !delimSent {
 					e.Message += " (The text was read with the default delimiter \",\"; if it uses another one, send data.delimiter before data.csv.)"
 				}
-				return e
+				return false, e
 			}
 		case "delimiter":
 			k := dec.PeekKind()
 			v, err := dec.ReadValue()
 			if err != nil {
-				return streamError(err)
+				return false, streamError(err)
 			}
 			if k == 'n' {
 				continue
 			}
 			var text string
 			if k != '"' || json.Unmarshal(v, &text) != nil {
-				return invalidField(path, "string (one character)", kindName(k), "data.delimiter must be a string of one character.")
+				return false, invalidField(path, "string (one character)", kindName(k), "data.delimiter must be a string of one character.")
 			}
 			r, err := meridian.ParseDelimiter(text)
 			if err != nil {
-				return dataError(err)
+				return false, dataError(err)
 			}
 			if isCSV && r != delim {
-				return invalidField(path, "string (one character, sent before data.csv)", "string",
+				return false, invalidField(path, "string (one character, sent before data.csv)", "string",
 					"data.csv is parsed as it arrives, so a delimiter other than \",\" must come before it in the data object.")
 			}
 			delim, delimSent = r, true
 		default:
-			return unknownField(path, reflect.TypeFor[meridian.Data](), kindName(dec.PeekKind()))
+			return false, unknownField(path, reflect.TypeFor[meridian.Data](), kindName(dec.PeekKind()))
 		}
 	}
+	if delimSent && haveRecords {
+		return false, invalidField("data.delimiter", "absent with records", "string", "data.delimiter applies to csv; records need none.")
+	}
 	_, err := dec.ReadToken()
-	return streamError(err)
+	return haveRecords || isCSV, streamError(err)
 }
 
 func readCSV(ds *meridian.Dataset, text jsontext.Value, delim rune) *Error {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -101,8 +102,20 @@ func (req *testGenerateRequest) validate() *Error {
 	return nil
 }
 
+// validateIn checks the product's write scope, once the body has named the product. Like
+// every pre-handler refusal it is never stored under an Idempotency-Key.
+func (req *testGenerateRequest) validateIn(ctx context.Context, _ *Server) *Error {
+	scope := testGenerators[*req.Product].scope
+	if !auth.Grants(principalFrom(ctx).Key.Scopes, scope) {
+		e := newError(CodeForbidden, "This API key does not have the %s scope generating %s test data needs.", scope, *req.Product)
+		e.Details["required_scope"] = scope
+		return e
+	}
+	return nil
+}
+
 // testModeOnly refuses live-mode keys with 403 FORBIDDEN, at the scope step of the order of
-// checks (before the body is read).
+// checks (before the body is read; see protectedTestOnly).
 func testModeOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if principalFrom(r.Context()).Livemode() {
@@ -117,14 +130,7 @@ func testModeOnly(next http.Handler) http.Handler {
 // keys only, deterministic per seed (a missing seed is drawn and reported).
 func (s *Server) handleTestGenerate() http.Handler {
 	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *testGenerateRequest) {
-		p := principalFrom(r.Context())
 		gen := testGenerators[*req.Product]
-		if !auth.Grants(p.Key.Scopes, gen.scope) {
-			e := newError(CodeForbidden, "This API key does not have the %s scope generating %s test data needs.", gen.scope, *req.Product)
-			e.Details["required_scope"] = gen.scope
-			writeError(w, r, e)
-			return
-		}
 		count := 1
 		if req.Count != nil {
 			count = *req.Count

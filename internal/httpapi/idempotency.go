@@ -122,6 +122,16 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key strin
 	}
 
 	capture := &capturedResponse{header: w.Header(), status: http.StatusOK}
+	defer func() {
+		// A panic in the work is answered 500 by the server's recovery; release the key first
+		// so that a retry runs again instead of meeting 409 until the record is reclaimed.
+		if p := recover(); p != nil {
+			if err := s.cfg.Store.ReleaseIdempotent(context.WithoutCancel(r.Context()), k, token); err != nil {
+				info.log.Error("release idempotency key after a panic", "err", err)
+			}
+			panic(p)
+		}
+	}()
 	work(capture)
 	if capture.status >= 500 {
 		if err := s.cfg.Store.ReleaseIdempotent(r.Context(), k, token); err != nil {

@@ -25,6 +25,12 @@ func (s *Server) protected(scope string, h http.Handler) http.Handler {
 	return s.authenticate(s.limitRate(product, requireScope(scope, s.acceptBody(s.meterUsage(product, h)))))
 }
 
+// protectedTestOnly is protected("") for endpoints only test-mode keys may call: a live-mode
+// key is refused with 403 at the scope step, before the content type, size and body.
+func (s *Server) protectedTestOnly(h http.Handler) http.Handler {
+	return s.authenticate(s.limitRate("", testModeOnly(s.acceptBody(s.meterUsage("", h)))))
+}
+
 // authenticate resolves the Bearer key to a principal. Client mistakes are 401 in the
 // envelope and count against the client IP's failed-authentication bucket; once that is
 // exhausted, requests from the IP get 429 before any key lookup. A store that cannot answer

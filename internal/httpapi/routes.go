@@ -43,7 +43,7 @@ func (s *Server) routes() {
 
 	// Test mode: synthetic data with known truth, test-mode keys only. The product's write
 	// scope is checked once the body names the product.
-	s.mux.Handle("POST /v1/test/generate", s.protected("", testModeOnly(s.handleTestGenerate())))
+	s.mux.Handle("POST /v1/test/generate", s.protectedTestOnly(s.handleTestGenerate()))
 
 	s.mux.Handle("POST /v1/webhooks", s.protected("webhooks:write", s.handleCreateWebhook()))
 	s.mux.Handle("GET /v1/webhooks", s.protected("webhooks:read", s.handleListWebhooks()))

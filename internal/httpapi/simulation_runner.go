@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -94,6 +95,9 @@ func (s *Server) runSimulation(ctx context.Context, owner string, sim store.Simu
 	if payload, _, err := obj.encode(); err == nil {
 		if err := s.cfg.Store.UpdateSimulation(ctx, sim.ID, owner, payload, s.cfg.Now().Add(simulationLease), s.cfg.Now()); err != nil {
 			log.Warn("mark simulation running", "err", err)
+			if !errors.Is(err, store.ErrLeaseLost) {
+				s.releaseSimulation(owner, sim, obj, log)
+			}
 			return
 		}
 	}
@@ -105,6 +109,7 @@ func (s *Server) runSimulation(ctx context.Context, owner string, sim store.Simu
 		mu       sync.Mutex
 		progress float64
 	)
+	var leaseLost atomic.Bool
 	renewDone := make(chan struct{})
 	go func() {
 		defer close(renewDone)
@@ -124,17 +129,18 @@ func (s *Server) runSimulation(ctx context.Context, owner string, sim store.Simu
 				}
 				if errors.Is(err, store.ErrLeaseLost) {
 					log.Warn("simulation lease lost; stopping this run")
+					leaseLost.Store(true)
 					cancel()
 					return
 				}
 			}
 		}
 	}()
-	res, err := cascade.Simulate(runCtx, in, cascade.Options{Progress: func(done, total int64) {
+	res, err := simulateGuarded(runCtx, in, func(done, total int64) {
 		mu.Lock()
 		progress = float64(done) / float64(max(total, 1))
 		mu.Unlock()
-	}})
+	})
 	cancel()
 	<-renewDone
 	switch {
@@ -143,20 +149,39 @@ func (s *Server) runSimulation(ctx context.Context, owner string, sim store.Simu
 		mu.Lock()
 		queued := obj
 		mu.Unlock()
-		queued.Status, queued.Progress = store.SimulationQueued, 0
-		payload, _, _ := queued.encode()
-		releaseCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
-		defer done()
-		if err := s.cfg.Store.ReleaseSimulation(releaseCtx, sim.ID, owner, payload, s.cfg.Now()); err != nil {
-			log.Warn("hand simulation back on shutdown", "err", err)
-		}
-	case err != nil && runCtx.Err() != nil:
+		s.releaseSimulation(owner, sim, queued, log)
+	case err != nil && leaseLost.Load():
 		// Lease lost: another runner has it now.
 	case err != nil:
 		log.Error("simulation failed", "err", err)
-		s.finishSimulation(owner, sim, obj, nil, "The simulation could not be completed: "+err.Error(), log)
+		s.finishSimulation(owner, sim, obj, nil, "The simulation could not be completed because of an internal error; it has been logged with the simulation id.", log)
 	default:
 		s.finishSimulation(owner, sim, obj, &res, "", log)
+	}
+}
+
+// simulateGuarded runs the engine, turning a panic into an error: a background run has no
+// request to fail, and a panic must fail the simulation, not the process (which would claim
+// it again after every restart).
+func simulateGuarded(ctx context.Context, in cascade.Input, progress func(done, total int64)) (res cascade.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error in the engine: %v", p)
+		}
+	}()
+	return cascade.Simulate(ctx, in, cascade.Options{Progress: progress})
+}
+
+// releaseSimulation hands a simulation back to the queue (shutdown, or a failure to start it).
+func (s *Server) releaseSimulation(owner string, sim store.Simulation, obj simulationObject, log interface {
+	Warn(string, ...any)
+}) {
+	obj.Status, obj.Progress = store.SimulationQueued, 0
+	payload, _, _ := obj.encode()
+	ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	if err := s.cfg.Store.ReleaseSimulation(ctx, sim.ID, owner, payload, s.cfg.Now()); err != nil {
+		log.Warn("hand simulation back", "err", err)
 	}
 }
 
@@ -185,7 +210,7 @@ func (s *Server) finishSimulation(owner string, sim store.Simulation, obj simula
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.cfg.Store.FinishSimulation(ctx, sim.ID, owner, status, payload, &ev, now); err != nil {
+	if err := s.cfg.Store.FinishSimulation(ctx, sim.ID, owner, status, payload, evPayload, &ev, now); err != nil {
 		log.Error("store finished simulation", "err", err)
 		return
 	}

@@ -22,9 +22,11 @@ type Simulation struct {
 	AccountID string
 	Mode      Mode
 	Status    string
-	// Request is the validated request body; Payload the object as GET returns it.
+	// Request is the validated request body; Payload the object as GET returns it; Summary,
+	// once finished, the object without its per-node array (what lists and the event show).
 	Request []byte
 	Payload []byte
+	Summary []byte
 	// Attempts counts the runs started in the background (claims); a simulation whose runs keep
 	// being interrupted is failed rather than retried forever.
 	Attempts  int
@@ -44,7 +46,8 @@ type SimulationStore interface {
 	CreateSimulation(ctx context.Context, sim Simulation, ev *Event) error
 	// Simulation returns the simulation of that account and mode, or ErrNotFound.
 	Simulation(ctx context.Context, accountID string, mode Mode, id string) (Simulation, error)
-	// ListSimulations pages through an account's simulations of one mode, newest first.
+	// ListSimulations pages through an account's simulations of one mode, newest first, each
+	// with Payload set to its Summary when it has one, and without its Request.
 	ListSimulations(ctx context.Context, accountID string, mode Mode, q PageQuery) (Page[Simulation], error)
 	// ClaimSimulation leases the oldest simulation that is queued, or running under an expired
 	// lease, to owner until now+lease: its status becomes running and Attempts grows by one.
@@ -53,10 +56,10 @@ type SimulationStore interface {
 	// UpdateSimulation replaces the payload of a simulation owner holds and extends the lease
 	// to until; ErrLeaseLost if owner no longer holds it.
 	UpdateSimulation(ctx context.Context, id, owner string, payload []byte, until, now time.Time) error
-	// FinishSimulation records the final status (completed or failed) and payload of a
-	// simulation owner holds, and ev when not nil, in one transaction, releasing the lease;
+	// FinishSimulation records the final status (completed or failed), payload and summary of
+	// a simulation owner holds, and ev when not nil, in one transaction, releasing the lease;
 	// ErrLeaseLost if owner no longer holds it.
-	FinishSimulation(ctx context.Context, id, owner, status string, payload []byte, ev *Event, now time.Time) error
+	FinishSimulation(ctx context.Context, id, owner, status string, payload, summary []byte, ev *Event, now time.Time) error
 	// ReleaseSimulation hands a simulation owner holds back to the queue (status queued, the
 	// attempt not counted), for a runner that stops before finishing (shutdown).
 	ReleaseSimulation(ctx context.Context, id, owner string, payload []byte, now time.Time) error

@@ -13,8 +13,8 @@ import (
 // simulationColumns is the column list scanSimulation reads, in its order. Lists leave the
 // request out (it can be tens of megabytes); see listSimulationColumns.
 const (
-	simulationColumns     = `id, account_id, mode, status, request, payload, attempts, created_at, updated_at`
-	listSimulationColumns = `id, account_id, mode, status, NULL, payload, attempts, created_at, updated_at`
+	simulationColumns     = `id, account_id, mode, status, request, payload, summary, attempts, created_at, updated_at`
+	listSimulationColumns = `id, account_id, mode, status, NULL, CASE WHEN length(summary) > 0 THEN summary ELSE payload END, summary, attempts, created_at, updated_at`
 )
 
 // CreateSimulation inserts sim and, when ev is not nil, its event with the deliveries, in one
@@ -22,8 +22,8 @@ const (
 func (s *Store) CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event) error {
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO cascade_simulations (`+simulationColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			sim.ID, sim.AccountID, string(sim.Mode), sim.Status, nonNil(sim.Request), nonNil(sim.Payload), sim.Attempts,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			sim.ID, sim.AccountID, string(sim.Mode), sim.Status, nonNil(sim.Request), nonNil(sim.Payload), nonNil(sim.Summary), sim.Attempts,
 			sim.CreatedAt.UnixMilli(), sim.UpdatedAt.UnixMilli())
 		if err != nil {
 			return s.constraintError("simulation "+sim.ID, err)
@@ -108,14 +108,14 @@ func (s *Store) UpdateSimulation(ctx context.Context, id, owner string, payload 
 }
 
 // FinishSimulation records the final status and payload, and the event, in one transaction.
-func (s *Store) FinishSimulation(ctx context.Context, id, owner, status string, payload []byte, ev *store.Event, now time.Time) error {
+func (s *Store) FinishSimulation(ctx context.Context, id, owner, status string, payload, summary []byte, ev *store.Event, now time.Time) error {
 	if status != store.SimulationCompleted && status != store.SimulationFailed {
 		return fmt.Errorf("store finish simulation %s: status %q is not final", id, status)
 	}
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.rebind(`UPDATE cascade_simulations
-			SET status = ?, payload = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
-			WHERE id = ? AND lease_owner = ? AND status = 'running'`), status, nonNil(payload), now.UnixMilli(), id, owner)
+			SET status = ?, payload = ?, summary = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+			WHERE id = ? AND lease_owner = ? AND status = 'running'`), status, nonNil(payload), nonNil(summary), now.UnixMilli(), id, owner)
 		if err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func scanSimulation(row scanner) (store.Simulation, error) {
 		mode             string
 		created, updated int64
 	)
-	if err := row.Scan(&sim.ID, &sim.AccountID, &mode, &sim.Status, &sim.Request, &sim.Payload, &sim.Attempts, &created, &updated); err != nil {
+	if err := row.Scan(&sim.ID, &sim.AccountID, &mode, &sim.Status, &sim.Request, &sim.Payload, &sim.Summary, &sim.Attempts, &created, &updated); err != nil {
 		return store.Simulation{}, err
 	}
 	sim.Mode = store.Mode(mode)

@@ -58,10 +58,10 @@ func testSimulationLifecycle(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	ev := newEvent(acct, store.ModeTest, kindCascade, t0)
-	if err := s.FinishSimulation(ctx, sim.ID, "runner-1", store.SimulationQueued, []byte(`{}`), nil, t0); err == nil {
+	if err := s.FinishSimulation(ctx, sim.ID, "runner-1", store.SimulationQueued, []byte(`{}`), []byte(`{"summary":true}`), nil, t0); err == nil {
 		t.Fatal("FinishSimulation with a non-final status succeeded")
 	}
-	if err := s.FinishSimulation(ctx, sim.ID, "runner-1", store.SimulationCompleted, []byte(`{"status":"completed"}`), &ev, t0.Add(time.Second)); err != nil {
+	if err := s.FinishSimulation(ctx, sim.ID, "runner-1", store.SimulationCompleted, []byte(`{"status":"completed"}`), []byte(`{"summary":true}`), &ev, t0.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = s.Simulation(ctx, acct, store.ModeTest, sim.ID)
@@ -71,7 +71,12 @@ func testSimulationLifecycle(t *testing.T, s store.Store) {
 	if ds := mustListDeliveries(t, s, acct, store.ModeTest, endpoint.ID); len(ds) != 1 || ds[0].EventID != ev.ID {
 		t.Fatalf("deliveries after finish = %v, want the event's", deliveryIDs(ds))
 	}
-	if err := s.FinishSimulation(ctx, sim.ID, "runner-1", store.SimulationFailed, []byte(`{}`), nil, t0); !errors.Is(err, store.ErrLeaseLost) {
+	// Lists show a finished simulation's summary in place of its payload.
+	page, err := s.ListSimulations(ctx, acct, store.ModeTest, store.PageQuery{Limit: 10})
+	if err != nil || len(page.Items) != 1 || string(page.Items[0].Payload) != `{"summary":true}` {
+		t.Fatalf("ListSimulations after finish = %+v, %v; want the summary as payload", page.Items, err)
+	}
+	if err := s.FinishSimulation(ctx, sim.ID, "runner-1", store.SimulationFailed, []byte(`{}`), []byte(`{"summary":true}`), nil, t0); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("finishing twice: %v, want ErrLeaseLost", err)
 	}
 }
