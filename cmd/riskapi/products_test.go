@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"riskapi/cascade"
 	"riskapi/drift"
 	"riskapi/webhook"
 )
@@ -71,5 +72,48 @@ func TestDriftShadowReachesTheWebhook(t *testing.T) {
 	_, stored := apiCall(t, svc, http.MethodGet, "/v1/drift/analyses/"+dig(res, "data.id").(string), key, "")
 	if !reflect.DeepEqual(dig(ev, "data.object"), stored["data"]) {
 		t.Fatalf("event data.object is not the stored analysis:\n%v\n%v", dig(ev, "data.object"), stored["data"])
+	}
+}
+
+// A background simulation outlives its server: stopped while it runs, the server hands it
+// back; the next server on the same store resumes it to completion and fires the event.
+func TestCascadeSimulationSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rc := newReceiver(t)
+	e := env{"RISKAPI_DATA_DIR": dir, "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true"}
+	svc := startServe(t, e)
+	key := testKeyPattern.FindString(svc.stdout.String())
+	if status, res := apiCall(t, svc, http.MethodPost, "/v1/webhooks", key,
+		fmt.Sprintf(`{"url": %q, "events": ["cascade.simulation_completed"], "secret": %q}`, rc.URL+"/hook", receiverSecret)); status != http.StatusCreated {
+		t.Fatalf("create webhook: %d %v", status, res)
+	}
+	in, _ := cascade.Generate(cascade.ScenarioFragileNetwork, 5, cascade.GenParams{Nodes: 2000, Simulations: 50_000})
+	in.Async = true
+	body, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, res := apiCall(t, svc, http.MethodPost, "/v1/cascade/simulate", key, string(body))
+	if status != http.StatusAccepted {
+		t.Fatalf("simulate: %d %v", status, res)
+	}
+	id := dig(res, "data.id").(string)
+	statusOf := func(svc *service) any {
+		_, got := apiCall(t, svc, http.MethodGet, "/v1/cascade/simulations/"+id, key, "")
+		return dig(got, "data.status")
+	}
+	waitFor(t, 10*time.Second, "simulation running", func() bool { return statusOf(svc) == "running" })
+	if err := svc.stop(); err != nil {
+		t.Fatal(err)
+	}
+	again := startServe(t, e)
+	if s := statusOf(again); s != "queued" && s != "running" {
+		t.Fatalf("after a graceful stop the simulation is %v, want queued (handed back) or running (resumed)", s)
+	}
+	waitFor(t, 2*time.Minute, "simulation completed after the restart", func() bool { return statusOf(again) == "completed" })
+	ev := awaitEvent(t, rc, "cascade.simulation_completed")
+	if dig(ev, "data.object.id") != id || dig(ev, "data.object.status") != "completed" {
+		t.Fatalf("event: %v", ev)
 	}
 }
