@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"riskapi/cascade"
+	"riskapi/convergence"
 	"riskapi/drift"
 	"riskapi/webhook"
 )
@@ -115,5 +116,34 @@ func TestCascadeSimulationSurvivesRestart(t *testing.T) {
 	ev := awaitEvent(t, rc, "cascade.simulation_completed")
 	if dig(ev, "data.object.id") != id || dig(ev, "data.object.status") != "completed" {
 		t.Fatalf("event: %v", ev)
+	}
+}
+
+// A collusive market and a failing quality check posted through the API reach the
+// subscribed receiver as convergence.collusion_found and meridian.quality_check_failed.
+func TestConvergenceAndMeridianReachTheWebhook(t *testing.T) {
+	t.Parallel()
+	svc, key, rc := productService(t)
+	market, truth := convergence.Generate(convergence.ScenarioCollusionFound, 3, convergence.GenParams{})
+	body, err := json.Marshal(market)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, res := apiCall(t, svc, http.MethodPost, "/v1/convergence/analyze-market", key, string(body))
+	if status != http.StatusOK || dig(res, "data.collusion_detected") != truth.CollusionDetected || !truth.CollusionDetected {
+		t.Fatalf("analyze-market: %d %v (expected %v)", status, dig(res, "data.collusion_detected"), truth.CollusionDetected)
+	}
+	ev := awaitEvent(t, rc, "convergence.collusion_found")
+	if dig(ev, "data.object.id") != dig(res, "data.id") {
+		t.Fatalf("event about %v, analysis %v", dig(ev, "data.object.id"), dig(res, "data.id"))
+	}
+	status, res = apiCall(t, svc, http.MethodPost, "/v1/meridian/quality-check", key,
+		`{"source_id": "feed", "data": {"csv": "id,price\n1,10\n2,\n3,12\n"}, "checks": [{"type": "not_null", "column": "price"}]}`)
+	if status != http.StatusOK || dig(res, "data.passed") != false {
+		t.Fatalf("quality-check: %d %v", status, res)
+	}
+	ev = awaitEvent(t, rc, "meridian.quality_check_failed")
+	if dig(ev, "data.object.id") != dig(res, "data.id") {
+		t.Fatalf("event about %v, check %v", dig(ev, "data.object.id"), dig(res, "data.id"))
 	}
 }
