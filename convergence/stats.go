@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/mathext"
+
+	"riskapi/internal/numeric"
 )
 
 // moments accumulates count, mean and variance (Welford).
@@ -180,7 +182,7 @@ func median(x []float64) float64 {
 		return math.NaN()
 	}
 	y := slices.Clone(x)
-	hi := selectKth(y, n/2)
+	hi := numeric.SelectKth(y, n/2)
 	if n%2 == 1 {
 		return hi
 	}
@@ -190,49 +192,6 @@ func median(x []float64) float64 {
 		lo = math.Max(lo, v)
 	}
 	return (lo + hi) / 2
-}
-
-// selectKth partially orders y so that y[k] is its k-th smallest value, smaller-or-equal
-// values before it and larger-or-equal after (Hoare's selection with median-of-three
-// pivots), and returns y[k].
-func selectKth(y []float64, k int) float64 {
-	lo, hi := 0, len(y)-1
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if y[mid] < y[lo] {
-			y[mid], y[lo] = y[lo], y[mid]
-		}
-		if y[hi] < y[lo] {
-			y[hi], y[lo] = y[lo], y[hi]
-		}
-		if y[hi] < y[mid] {
-			y[hi], y[mid] = y[mid], y[hi]
-		}
-		pivot := y[mid]
-		i, j := lo, hi
-		for i <= j {
-			for y[i] < pivot {
-				i++
-			}
-			for y[j] > pivot {
-				j--
-			}
-			if i <= j {
-				y[i], y[j] = y[j], y[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return y[k]
-		}
-	}
-	return y[k]
 }
 
 func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }

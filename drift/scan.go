@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"riskapi/internal/numeric"
 )
 
 // The share and harm tests scan scanWindows nested windows [s_j, n), whose starts are
@@ -496,49 +498,6 @@ func (p *prepared) winsorize() {
 }
 
 // quantile returns the ⌊q·(len − 1)⌋-th smallest value of x (0 ≤ q ≤ 1), reordering x.
-// Quickselect with median-of-three pivots; after 64 partitioning rounds the rest is
-// sorted, so the time stays O(n log n) on any input.
 func quantile(x []float64, q float64) float64 {
-	k := int(q * float64(len(x)-1))
-	lo, hi := 0, len(x)-1
-	for round := 0; lo < hi; round++ {
-		if round == 64 {
-			slices.Sort(x[lo : hi+1])
-			break
-		}
-		mid := lo + (hi-lo)/2
-		if x[mid] < x[lo] {
-			x[mid], x[lo] = x[lo], x[mid]
-		}
-		if x[hi] < x[lo] {
-			x[hi], x[lo] = x[lo], x[hi]
-		}
-		if x[hi] < x[mid] {
-			x[hi], x[mid] = x[mid], x[hi]
-		}
-		pivot := x[mid]
-		i, j := lo, hi
-		for i <= j {
-			for x[i] < pivot {
-				i++
-			}
-			for x[j] > pivot {
-				j--
-			}
-			if i <= j {
-				x[i], x[j] = x[j], x[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return x[k]
-		}
-	}
-	return x[k]
+	return numeric.SelectKth(x, int(q*float64(len(x)-1)))
 }
