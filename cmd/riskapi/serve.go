@@ -299,6 +299,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	if len(cfg.proxies) > 0 && !strings.HasPrefix(cfg.publicURL, "https://") {
+		// Behind a TLS-terminating proxy the process itself sees plain HTTP: only the public
+		// URL tells it to mark session cookies Secure.
+		logger.Warn("trusted proxies are set but RISKAPI_PUBLIC_URL is not https://; dashboard session cookies are not marked Secure")
+	}
 	dash, err := dashboard.New(dashboard.Config{
 		Store:            st,
 		Limiter:          limiter,

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,20 +210,22 @@ func TestSessionLifetimeAndRevocation(t *testing.T) {
 	wantRedirect(t, "the other session after a password change", two.get("/dashboard/settings"), "/dashboard/signin")
 }
 
-// Ten wrong passwords lock the email for the rest of the hour (429 with Retry-After, even for
-// the right password); failures from one address across emails are capped too.
+// Ten attempts at one email from one address lock that pair for the rest of the hour (429
+// with Retry-After, even for the right password); the owner on another address still signs
+// in; attempts sent at once are counted before any password is checked, so no more than the
+// limit are ever checked; one address is capped across emails.
 func TestSignInThrottling(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	_, u := b.newUser(store.PlanStarter)
 	br := b.browser()
 	br.get("/dashboard/signin")
-	for i := range signInFailuresPerEmail {
+	for i := range signInAttemptsPerEmailAndIP {
 		res := br.post("/dashboard/signin", url.Values{"email": {u.Email}, "password": {"wrong password " + strconv.Itoa(i)}})
 		wantStatus(t, "wrong password", res, http.StatusBadRequest)
 	}
 	res := br.post("/dashboard/signin", url.Values{"email": {u.Email}, "password": {testPassword}})
-	wantStatus(t, "after 10 failures", res, http.StatusTooManyRequests)
+	wantStatus(t, "after 10 attempts", res, http.StatusTooManyRequests)
 	// 10:20:30 → the window ends at 11:00:00.
 	if got := res.header.Get("Retry-After"); got != "2370" {
 		t.Fatalf("Retry-After = %q, want 2370", got)
@@ -229,19 +233,51 @@ func TestSignInThrottling(t *testing.T) {
 	if !strings.Contains(res.body, "Try again in 40 minutes") {
 		t.Fatalf("throttled page: %s", res.body)
 	}
+	// The guesses from that address do not lock the owner out elsewhere.
+	now := b.clock.Now()
+	if wait, err := b.handler.admit(context.Background(), now, signInBuckets(u.Email, "192.0.2.7")...); err != nil || wait > 0 {
+		t.Fatalf("the owner on another address: wait %v, %v", wait, err)
+	}
 	b.clock.Advance(40 * time.Minute)
 	wantRedirect(t, "next hour", br.post("/dashboard/signin", url.Values{"email": {u.Email}, "password": {testPassword}}), "/dashboard/settings/keys")
 
-	// Per address: the limiter already holds 29 failures of this address; one more locks it
-	// for every email.
-	now := b.clock.Now()
-	for range signInFailuresPerIP - 1 {
+	// Per address: with the sign-in above, the limiter holds all but one attempt of this
+	// address; one more fills it for every email.
+	now = b.clock.Now()
+	for range signInAttemptsPerIP - 2 {
 		b.limiter.Take(context.Background(), now, signInBuckets("someone@else.example", "127.0.0.1")[1])
 	}
 	other := b.browser()
 	other.get("/dashboard/signin")
-	wantStatus(t, "30th failure", other.post("/dashboard/signin", url.Values{"email": {"x@y.example"}, "password": {"nope nope nope"}}), http.StatusBadRequest)
+	wantStatus(t, "last attempt of the address", other.post("/dashboard/signin", url.Values{"email": {"x@y.example"}, "password": {"nope nope nope"}}), http.StatusBadRequest)
 	wantStatus(t, "any email from the address", other.post("/dashboard/signin", url.Values{"email": {u.Email}, "password": {testPassword}}), http.StatusTooManyRequests)
+}
+
+// Attempts sent at the same time cannot slip past the count: of 30 concurrent wrong
+// passwords for one email from one address, only the limit's worth are checked.
+func TestSignInThrottlingUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	_, u := b.newUser(store.PlanStarter)
+	var wg sync.WaitGroup
+	var checked, refused atomic.Int64
+	for i := range 30 {
+		br := b.browser()
+		br.get("/dashboard/signin")
+		wg.Go(func() {
+			res := br.post("/dashboard/signin", url.Values{"email": {u.Email}, "password": {"wrong " + strconv.Itoa(i)}})
+			switch res.status {
+			case http.StatusBadRequest:
+				checked.Add(1)
+			case http.StatusTooManyRequests:
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if checked.Load() != signInAttemptsPerEmailAndIP || refused.Load() != 30-signInAttemptsPerEmailAndIP {
+		t.Fatalf("%d passwords checked, %d refused; want %d and %d", checked.Load(), refused.Load(), signInAttemptsPerEmailAndIP, 30-signInAttemptsPerEmailAndIP)
+	}
 }
 
 func TestSignUpThrottling(t *testing.T) {

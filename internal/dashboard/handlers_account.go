@@ -44,30 +44,35 @@ func (h *Handler) handleSignIn() anonymousHandler {
 			h.render(w, r, status, "signin", view{Title: "Sign in", CSRF: csrf, Error: message, Data: signInData{Email: email}})
 		}
 		now := h.cfg.Now()
-		buckets := signInBuckets(email, h.clientIP(r))
-		if wait, limited := h.throttled(ctx, now, buckets...); limited {
-			w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(wait), 10))
-			fail(http.StatusTooManyRequests, "Too many failed sign-ins for this email or from your network. Try again in "+minutesText(wait)+".")
-			return
-		}
 		if email == "" || password == "" {
 			fail(http.StatusBadRequest, "Enter your email and password.")
+			return
+		}
+		wait, err := h.admit(ctx, now, signInBuckets(email, h.clientIP(r))...)
+		if err != nil {
+			h.renderError(w, r, http.StatusServiceUnavailable, "Signing in is not possible right now. Try again in a minute.")
+			return
+		}
+		if wait > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(wait), 10))
+			fail(http.StatusTooManyRequests, "Too many sign-in attempts for this email or from your network. Try again in "+minutesText(wait)+".")
 			return
 		}
 		var ok, outdated bool
 		u, err := h.cfg.Store.UserByEmail(ctx, email)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			h.passwords.burn(password)
+			err = h.passwords.burn(ctx, password)
 		case err != nil:
 			h.cfg.Logger.Error("dashboard: sign-in: load user", "err", err)
+		default:
+			ok, outdated, err = h.passwords.verify(ctx, u.PasswordHash, password)
+		}
+		if err != nil {
 			h.renderError(w, r, http.StatusServiceUnavailable, "Signing in is not possible right now. Try again in a minute.")
 			return
-		default:
-			ok, outdated = h.passwords.verify(u.PasswordHash, password)
 		}
 		if !ok {
-			h.count(ctx, now, buckets...)
 			fail(http.StatusBadRequest, "The email or password is not right.")
 			return
 		}
@@ -113,8 +118,12 @@ func (h *Handler) handleSignUp() anonymousHandler {
 			h.render(w, r, status, "signup", view{Title: "Create an account", CSRF: csrf, Error: message, Data: data})
 		}
 		now := h.cfg.Now()
-		if states := h.count(ctx, now, signUpBucket(h.clientIP(r))); len(states) == 1 && !states[0].Allowed() {
-			wait := states[0].Reset.Sub(now)
+		wait, err := h.admit(ctx, now, signUpBucket(h.clientIP(r)))
+		if err != nil {
+			h.renderError(w, r, http.StatusServiceUnavailable, "Creating an account is not possible right now. Try again in a minute.")
+			return
+		}
+		if wait > 0 {
 			w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(wait), 10))
 			fail(http.StatusTooManyRequests, "Too many accounts were created from your network. Try again in "+minutesText(wait)+".")
 			return
@@ -136,7 +145,7 @@ func (h *Handler) handleSignUp() anonymousHandler {
 			Region: h.cfg.Region, CreatedAt: at}
 		u := store.User{ID: ident.New("usr"), AccountID: acct.ID, Email: data.Email,
 			PasswordHash: h.passwords.hash(password), CreatedAt: at, UpdatedAt: at}
-		err := h.cfg.Store.CreateAccountWithUser(ctx, acct, u)
+		err = h.cfg.Store.CreateAccountWithUser(ctx, acct, u)
 		if errors.Is(err, store.ErrConflict) {
 			fail(http.StatusBadRequest, "An account with this email already exists. Sign in instead.")
 			return
@@ -220,14 +229,22 @@ func (h *Handler) handleChangePassword() signedInHandler {
 			page.Data = settingsData{Account: v.account, Created: formatTime(v.account.CreatedAt)}
 			h.render(w, r, status, "settings", page)
 		}
-		buckets := signInBuckets(v.user.Email, h.clientIP(r))
-		if wait, limited := h.throttled(ctx, now, buckets...); limited {
-			w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(wait), 10))
-			fail(http.StatusTooManyRequests, "Too many wrong passwords. Try again in "+minutesText(wait)+".")
+		wait, err := h.admit(ctx, now, signInBuckets(v.user.Email, h.clientIP(r))...)
+		if err != nil {
+			fail(http.StatusServiceUnavailable, "The password cannot be changed right now. Try again in a minute.")
 			return
 		}
-		if ok, _ := h.passwords.verify(v.user.PasswordHash, r.PostFormValue("current")); !ok {
-			h.count(ctx, now, buckets...)
+		if wait > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(wait), 10))
+			fail(http.StatusTooManyRequests, "Too many password attempts. Try again in "+minutesText(wait)+".")
+			return
+		}
+		ok, _, err := h.passwords.verify(ctx, v.user.PasswordHash, r.PostFormValue("current"))
+		if err != nil {
+			fail(http.StatusServiceUnavailable, "The password cannot be changed right now. Try again in a minute.")
+			return
+		}
+		if !ok {
 			fail(http.StatusBadRequest, "The current password is not right.")
 			return
 		}
@@ -242,7 +259,10 @@ func (h *Handler) handleChangePassword() signedInHandler {
 			return
 		}
 		if _, err := h.cfg.Store.RevokeUserSessions(ctx, v.user.ID); err != nil {
+			// The other sessions must not outlive a password change made to end them.
 			h.cfg.Logger.Error("dashboard: revoke sessions", "err", err)
+			fail(http.StatusServiceUnavailable, "The password was changed, but other sessions could not be signed out. Use Sign out everywhere, or try again.")
+			return
 		}
 		if err := h.startSession(w, r, v.user); err != nil {
 			http.Redirect(w, r, "/dashboard/signin", http.StatusSeeOther)

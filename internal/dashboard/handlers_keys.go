@@ -165,9 +165,22 @@ func (h *Handler) handleGenerateKey() signedInHandler {
 			return
 		}
 		params := auth.KeyParams{AccountID: v.account.ID, Type: store.KeyType(f.Type), Name: f.Name}
-		if params.Type == store.KeyRestricted {
-			params.Mode = store.Mode(f.Mode)
-			params.Scopes = f.Scopes
+		mode := store.Mode(f.Mode)
+		switch params.Type {
+		case store.KeyRestricted:
+			if mode == "" {
+				mode = v.mode // a restricted key acts in the mode being viewed unless told otherwise
+			}
+			params.Mode, params.Scopes = mode, f.Scopes
+		case store.KeyLive:
+			mode = store.ModeLive
+		case store.KeyTest:
+			mode = store.ModeTest
+		}
+		if mode.Valid() && mode != v.mode {
+			// Keys are listed and revoked per mode: one made here must appear here.
+			fail("This page shows " + string(v.mode) + "-mode keys; switch to " + string(mode) + " mode to create a " + string(mode) + "-mode key.")
+			return
 		}
 		if f.RateLimit != "" {
 			n, err := strconv.ParseInt(f.RateLimit, 10, 64)
@@ -212,10 +225,11 @@ func (h *Handler) handleGenerateKey() signedInHandler {
 	}
 }
 
-// visitorKey loads the key named in the path if it belongs to the visitor's account.
+// visitorKey loads the key named in the path if it belongs to the visitor's account and the
+// mode being viewed.
 func (h *Handler) visitorKey(w http.ResponseWriter, r *http.Request, v *visitor) (store.APIKey, bool) {
 	k, err := h.cfg.Store.APIKey(r.Context(), r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && k.AccountID != v.account.ID) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (k.AccountID != v.account.ID || k.Mode != v.mode)) {
 		h.renderError(w, r, http.StatusNotFound, "There is no such key.")
 		return k, false
 	}

@@ -216,7 +216,7 @@ func (h *Handler) handleWebhookStatus() signedInHandler {
 				e.DisabledReason = store.DisabledByUser
 			}
 			e.UpdatedAt = h.cfg.Now().UTC().Truncate(time.Millisecond)
-			if err := h.cfg.Store.UpdateWebhookEndpoint(r.Context(), e); err != nil {
+			if err := h.cfg.Store.SetWebhookEndpointStatus(r.Context(), e.AccountID, e.Mode, e.ID, e.Status, e.DisabledReason, e.UpdatedAt); err != nil {
 				h.cfg.Logger.Error("dashboard: update webhook", "err", err)
 				h.renderError(w, r, http.StatusServiceUnavailable, "The webhook could not be changed right now. Try again.")
 				return

@@ -123,15 +123,17 @@ func TestGenerateKeyValidation(t *testing.T) {
 	if len(keys.Items) != 0 {
 		t.Fatalf("refused forms created %d keys", len(keys.Items))
 	}
+	// Keys are made in the mode being viewed: a live key from the test view is refused.
+	br.get("/dashboard/settings/keys/new")
+	if res := br.post("/dashboard/settings/keys/new", url.Values{"type": {"live"}}); res.status != http.StatusBadRequest || !strings.Contains(res.body, "switch to live mode") {
+		t.Fatalf("live key from the test view: %d", res.status)
+	}
 	// A live key holds every scope whatever the form's scope boxes say, and lists under live.
-	live := br.generate(url.Values{"type": {"live"}, "mode": {"test"}, "scopes": {"drift:read"}})
+	br.post("/dashboard/mode", url.Values{"mode": {"live"}})
+	live := br.generate(url.Values{"type": {"live"}, "scopes": {"drift:read"}})
 	if !strings.HasPrefix(live, "sk_live_") {
 		t.Fatalf("live key %q", live[:8])
 	}
-	if strings.Contains(br.get("/dashboard/settings/keys").body, "sk_live_…") {
-		t.Fatal("the test-mode list shows a live key")
-	}
-	br.post("/dashboard/mode", url.Values{"mode": {"live"}})
 	if page := br.get("/dashboard/settings/keys").body; !strings.Contains(page, "sk_live_…"+live[len(live)-4:]) || !strings.Contains(page, "all scopes") {
 		t.Fatal("the live-mode list does not show the live key with all scopes")
 	}

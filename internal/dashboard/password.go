@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -75,18 +77,38 @@ func (p *passwordHasher) hash(password string) string {
 	return HashPassword(password)
 }
 
-func (p *passwordHasher) verify(hash, password string) (ok, outdated bool) {
-	p.slots <- struct{}{}
-	defer func() { <-p.slots }()
-	ok, outdated, err := VerifyPassword(hash, password)
-	if err != nil {
-		return false, false
+// errHashersBusy: no hashing slot came free in time; the sign-in is answered 503 instead of
+// queueing without bound (a flood of sign-ins must not hold every later one for minutes).
+var errHashersBusy = errors.New("dashboard: every password hasher is busy")
+
+// slotWait bounds how long a verification waits for one of the maxConcurrentHashes slots.
+const slotWait = 5 * time.Second
+
+// verify checks password against hash in a hashing slot; errHashersBusy when none came free
+// within slotWait or ctx ended first.
+func (p *passwordHasher) verify(ctx context.Context, hash, password string) (ok, outdated bool, err error) {
+	timer := time.NewTimer(slotWait)
+	defer timer.Stop()
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false, false, errHashersBusy
+	case <-timer.C:
+		return false, false, errHashersBusy
 	}
-	return ok, outdated
+	defer func() { <-p.slots }()
+	ok, outdated, verr := VerifyPassword(hash, password)
+	if verr != nil {
+		return false, false, nil // an unreadable stored hash matches nothing
+	}
+	return ok, outdated, nil
 }
 
 // burn spends the time of one verification, for a sign-in with an unknown email.
-func (p *passwordHasher) burn(password string) { p.verify(p.dummy(), password) }
+func (p *passwordHasher) burn(ctx context.Context, password string) error {
+	_, _, err := p.verify(ctx, p.dummy(), password)
+	return err
+}
 
 // HashPassword returns the PHC string of password under the current parameters.
 func HashPassword(password string) string {
@@ -115,7 +137,7 @@ func VerifyPassword(hash, password string) (ok, outdated bool, err error) {
 	var memory, passes uint32
 	var threads uint8
 	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &memory, &passes, &threads); err != nil ||
-		memory < 8 || memory > 4<<20 || passes < 1 || passes > 64 || threads < 1 {
+		memory < 8 || memory > 256<<10 || passes < 1 || passes > 16 || threads < 1 || threads > 16 {
 		return false, false, ErrMalformedHash
 	}
 	salt, err := b64.DecodeString(parts[4])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"math"
 	"time"
 
@@ -12,26 +13,33 @@ import (
 )
 
 // Throttling of sign-in and sign-up, counted in clock hours by the service's rate limiter, so
-// that with Redis every process shares the counts. Only failed sign-ins count: a person who
-// types the password right is never locked out by their own successful sign-ins.
+// that with Redis every process shares the counts. Every password attempt is counted before
+// the password is checked — counting only failures afterwards would let attempts sent at the
+// same time all pass the check before any is counted. The tightest bucket is one email from
+// one address, so an attacker elsewhere cannot lock the owner out with a handful of guesses;
+// a wider per-email bucket caps guessing from many addresses.
 const (
-	// signInFailuresPerEmail stops guessing one account's password: 10 wrong passwords an
-	// hour, whichever addresses they come from.
-	signInFailuresPerEmail = 10
-	// signInFailuresPerIP stops one address trying many accounts.
-	signInFailuresPerIP = 30
+	// signInAttemptsPerEmailAndIP: one address trying one account's password.
+	signInAttemptsPerEmailAndIP = 10
+	// signInAttemptsPerIP: one address trying many accounts (high enough for an office
+	// behind one address).
+	signInAttemptsPerIP = 100
+	// signInAttemptsPerEmail: one account tried from any number of addresses.
+	signInAttemptsPerEmail = 50
 	// signUpsPerIP bounds the accounts one address can create in an hour.
 	signUpsPerIP = 10
 )
 
-// throttleBuckets are the sign-in buckets of an email and a client address. The email is
-// hashed so the limiter's keys hold no personal data; every key shares one Redis Cluster hash
-// tag so that one call counts them all.
+// signInBuckets are the sign-in buckets of an email and a client address, in the order
+// email+address, address, email. The email is hashed so the limiter's keys hold no personal
+// data; every key shares one Redis Cluster hash tag so that one call counts them all.
 func signInBuckets(email, ip string) []ratelimit.Bucket {
 	sum := sha256.Sum256([]byte(store.NormalizeEmail(email)))
+	e := hex.EncodeToString(sum[:16])
 	return []ratelimit.Bucket{
-		{Key: "{dashboard}:signin:email:" + hex.EncodeToString(sum[:16]), Limit: signInFailuresPerEmail, Window: ratelimit.Hour},
-		{Key: "{dashboard}:signin:ip:" + ip, Limit: signInFailuresPerIP, Window: ratelimit.Hour},
+		{Key: "{dashboard}:signin:email-ip:" + e + ":" + ip, Limit: signInAttemptsPerEmailAndIP, Window: ratelimit.Hour},
+		{Key: "{dashboard}:signin:ip:" + ip, Limit: signInAttemptsPerIP, Window: ratelimit.Hour},
+		{Key: "{dashboard}:signin:email:" + e, Limit: signInAttemptsPerEmail, Window: ratelimit.Hour},
 	}
 }
 
@@ -39,31 +47,25 @@ func signUpBucket(ip string) ratelimit.Bucket {
 	return ratelimit.Bucket{Key: "{dashboard}:signup:ip:" + ip, Limit: signUpsPerIP, Window: ratelimit.Hour}
 }
 
-// throttled peeks at buckets and, when one is exhausted, returns how long until it admits a
-// request again. A limiter that cannot answer admits (as the API's limiter fails open).
-func (h *Handler) throttled(ctx context.Context, now time.Time, buckets ...ratelimit.Bucket) (time.Duration, bool) {
-	states, err := h.cfg.Limiter.Peek(ctx, now, buckets...)
+// admit counts one attempt in every bucket and, when one is over its limit, returns how long
+// until it admits again. A limiter that cannot answer refuses (errLimiterDown): password
+// guessing must not become unlimited while Redis is away.
+func (h *Handler) admit(ctx context.Context, now time.Time, buckets ...ratelimit.Bucket) (time.Duration, error) {
+	states, err := h.cfg.Limiter.Take(ctx, now, buckets...)
 	if err != nil {
-		h.cfg.Logger.Warn("dashboard: rate limiter unavailable; not throttling", "err", err)
-		return 0, false
+		h.cfg.Logger.Warn("dashboard: rate limiter unavailable; refusing password attempts", "err", err)
+		return 0, errLimiterDown
 	}
 	var wait time.Duration
 	for _, st := range states {
-		if st.Exhausted() {
+		if !st.Allowed() {
 			wait = max(wait, st.Reset.Sub(now))
 		}
 	}
-	return wait, wait > 0
+	return wait, nil
 }
 
-// count records one attempt in every bucket.
-func (h *Handler) count(ctx context.Context, now time.Time, buckets ...ratelimit.Bucket) []ratelimit.State {
-	states, err := h.cfg.Limiter.Take(ctx, now, buckets...)
-	if err != nil {
-		h.cfg.Logger.Warn("dashboard: rate limiter unavailable; not counting", "err", err)
-	}
-	return states
-}
+var errLimiterDown = errors.New("dashboard: rate limiter unavailable")
 
 // retryAfterSeconds is a wait in whole seconds, rounded up and at least 1.
 func retryAfterSeconds(d time.Duration) int64 { return max(1, int64(math.Ceil(d.Seconds()))) }

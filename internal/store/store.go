@@ -212,6 +212,10 @@ type WebhookStore interface {
 	// UpdateWebhookEndpoint stores URL, Events, Secret, Description, Status, DisabledReason
 	// and UpdatedAt of e (found by account, mode and id). ErrNotFound if absent.
 	UpdateWebhookEndpoint(ctx context.Context, e WebhookEndpoint) error
+	// SetWebhookEndpointStatus changes only the status, disabled reason and updated time of
+	// the endpoint, so that it never undoes a concurrent change of its URL or secret.
+	// ErrNotFound if absent.
+	SetWebhookEndpointStatus(ctx context.Context, accountID string, mode Mode, id, status, reason string, at time.Time) error
 	// DeleteWebhookEndpoint deletes the endpoint and its deliveries. ErrNotFound if absent.
 	DeleteWebhookEndpoint(ctx context.Context, accountID string, mode Mode, id string) error
 

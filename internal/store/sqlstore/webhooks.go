@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"riskapi/internal/store"
 )
@@ -91,6 +92,19 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoi
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return fmt.Errorf("store update webhook endpoint %s: %w", e.ID, errors.Join(store.ErrNotFound, err))
+	}
+	return nil
+}
+
+// SetWebhookEndpointStatus changes only the status columns of the endpoint.
+func (s *Store) SetWebhookEndpointStatus(ctx context.Context, accountID string, mode store.Mode, id, status, reason string, at time.Time) error {
+	res, err := s.writer.ExecContext(ctx, s.rebind(`UPDATE webhook_endpoints SET status = ?, disabled_reason = ?, updated_at = ?
+		WHERE id = ? AND account_id = ? AND mode = ?`), status, reason, at.UnixMilli(), id, accountID, string(mode))
+	if err == nil {
+		err = matchedOr(res, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("store set webhook endpoint %s status: %w", id, err)
 	}
 	return nil
 }

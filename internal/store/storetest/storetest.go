@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PurgeEvents", testPurgeEvents},
 		{"EndpointRoundTrip", testEndpointRoundTrip},
 		{"EndpointDeleteCascades", testEndpointDeleteCascades},
+		{"EndpointStatusOnly", testEndpointStatusOnly},
 		{"EndpointLimitConcurrent", testEndpointLimitConcurrent},
 		{"DeliveryScope", testDeliveryScope},
 		{"ClaimDue", testClaimDue},

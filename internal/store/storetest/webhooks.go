@@ -430,3 +430,25 @@ func testDeliveryScope(t *testing.T, s store.Store) {
 	}
 	checkDelivery(t, stored, d) // the refused retries changed nothing
 }
+
+// testEndpointStatusOnly: a status change leaves the URL and secret as they are now, even when
+// they changed after the caller read the endpoint.
+func testEndpointStatusOnly(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	e := mustCreateEndpoint(t, s, newEndpoint(ident.New("acct"), store.ModeLive, kindDrift))
+	rotated := e
+	rotated.Secret, rotated.URL = "whsec_rotatedrotatedrotatedrotated", "https://hooks.example/new"
+	if err := s.UpdateWebhookEndpoint(ctx, rotated); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetWebhookEndpointStatus(ctx, e.AccountID, e.Mode, e.ID, store.EndpointDisabled, store.DisabledByUser, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got := mustEndpoint(t, s, e)
+	if got.Status != store.EndpointDisabled || got.DisabledReason != store.DisabledByUser || got.Secret != rotated.Secret || got.URL != rotated.URL {
+		t.Fatalf("after a status change: %+v", got)
+	}
+	if err := s.SetWebhookEndpointStatus(ctx, e.AccountID, store.ModeTest, e.ID, store.EndpointEnabled, "", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("other mode: %v, want ErrNotFound", err)
+	}
+}
