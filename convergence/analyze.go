@@ -590,9 +590,9 @@ func (a *analysis) windowEffects(members []int, from, to int) (jump, varRatio fl
 		for k, t := range s.t {
 			inside := t >= from && t <= to
 			if inside {
-				mi.add(s.y[k])
+				mi.Add(s.y[k])
 			} else {
-				mo.add(s.y[k])
+				mo.Add(s.y[k])
 			}
 			if k > 0 && s.t[k-1] == t-1 {
 				prevIn := t-1 >= from && t-1 <= to
@@ -605,21 +605,21 @@ func (a *analysis) windowEffects(members []int, from, to int) (jump, varRatio fl
 				}
 			}
 		}
-		if mi.n > 0 && mo.n > 0 && mo.mean > 0 {
-			jm.add((mi.mean - mo.mean) / mo.mean)
+		if mi.N > 0 && mo.N > 0 && mo.Mean > 0 {
+			jm.Add((mi.Mean - mo.Mean) / mo.Mean)
 		}
 		if len(dIn) > 0 && len(dOut) > 0 {
 			if r := robustVarRatio(dIn, dOut); finite(r) {
-				vm.add(r)
+				vm.Add(r)
 			}
 		}
 	}
 	jump, varRatio = math.NaN(), math.NaN()
-	if jm.n > 0 {
-		jump = jm.mean
+	if jm.N > 0 {
+		jump = jm.Mean
 	}
-	if vm.n > 0 {
-		varRatio = vm.mean
+	if vm.N > 0 {
+		varRatio = vm.Mean
 	}
 	return jump, varRatio
 }

@@ -114,16 +114,16 @@ func screens(t *tender) tenderScreens {
 	secondAmt := 0.0
 	var m moments
 	for _, v := range b {
-		m.add(v)
+		m.Add(v)
 	}
-	sd := math.Sqrt(m.variance())
-	sc.cv = sd / m.mean
+	sd := math.Sqrt(m.Variance())
+	sc.cv = sd / m.Mean
 	sc.diffp = (b[1] - b[0]) / b[0]
 	var ml moments
 	for _, v := range b[1:] {
-		ml.add(v)
+		ml.Add(v)
 	}
-	sdl := math.Sqrt(ml.variance())
+	sdl := math.Sqrt(ml.Variance())
 	gap := b[1] - b[0]
 	switch {
 	case sdl > 0:
@@ -134,7 +134,7 @@ func screens(t *tender) tenderScreens {
 	if sd > 0 {
 		var s3, s4 float64
 		for _, v := range b {
-			z := (v - m.mean) / sd
+			z := (v - m.Mean) / sd
 			s3 += z * z * z
 			s4 += z * z * z * z
 		}

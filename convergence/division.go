@@ -113,7 +113,7 @@ func analyseDivision(v *input, periodIdx map[int64]int) *divisionStats {
 		return 0
 	}
 	for k := range cells {
-		hm.add(cells[k].hhi)
+		hm.Add(cells[k].hhi)
 		if k > 0 && cells[k-1].seg == cells[k].seg {
 			a, b := &cells[k-1], &cells[k]
 			l1 := 0.0
@@ -125,13 +125,13 @@ func analyseDivision(v *input, periodIdx map[int64]int) *divisionStats {
 					l1 += a.shares[x]
 				}
 			}
-			sm.add(1 - l1/2)
+			sm.Add(1 - l1/2)
 		}
 	}
-	d.hhi = hm.mean
+	d.hhi = hm.Mean
 	d.stability = 1
-	if sm.n > 0 {
-		d.stability = sm.mean
+	if sm.N > 0 {
+		d.stability = sm.Mean
 	}
 	k := 0
 	for _, a := range active {
@@ -166,9 +166,9 @@ func analyseDivision(v *input, periodIdx map[int64]int) *divisionStats {
 	hser := &series{t: ts, y: h}
 	var hmom moments
 	for _, x := range h {
-		hmom.add(x)
+		hmom.Add(x)
 	}
-	hser.meanY = hmom.mean
+	hser.meanY = hmom.Mean
 	fit := fitRegimeMean(hser)
 	if !(fit.ok && fit.p <= divisionWindowLevel && fit.rise >= minHHIRise && fit.from > ts[0]) {
 		// No allocation formed within the series: concentration alone (home markets,
@@ -247,7 +247,7 @@ func analyseDivision(v *input, periodIdx map[int64]int) *divisionStats {
 				m = &moments{}
 				foreign[f] = m
 			}
-			m.add(shareOf(c, f))
+			m.Add(shareOf(c, f))
 		}
 	}
 	// Each candidate's mean share before the window in the segments it does not own.
@@ -266,15 +266,15 @@ func analyseDivision(v *input, periodIdx map[int64]int) *divisionStats {
 				m = &moments{}
 				before[f] = m
 			}
-			m.add(shareOf(c, f))
+			m.Add(shareOf(c, f))
 		}
 	}
 	var divs []divider
 	for _, f := range candKeys {
-		if m := foreign[f]; m != nil && m.mean > maxForeignShare {
+		if m := foreign[f]; m != nil && m.Mean > maxForeignShare {
 			continue
 		}
-		if m := before[f]; m != nil && m.mean >= minForeignBefore {
+		if m := before[f]; m != nil && m.Mean >= minForeignBefore {
 			divs = append(divs, divider{f, cand[f]})
 		}
 	}
@@ -320,5 +320,5 @@ func fitRegimeMean(s *series) meanFit {
 	if !ep.ok {
 		return meanFit{}
 	}
-	return meanFit{ok: true, p: ep.p, rise: ep.in.mean - ep.out.mean, from: s.t[ep.s], to: s.t[ep.e-1]}
+	return meanFit{ok: true, p: ep.p, rise: ep.in.Mean - ep.out.Mean, from: s.t[ep.s], to: s.t[ep.e-1]}
 }

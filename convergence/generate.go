@@ -285,16 +285,16 @@ func (g *gen) gains(firms []string, from, to int, pN, pM, piN, piM float64) {
 			continue
 		}
 		p, c := *o.Price/g.scale, *o.Cost/g.scale
-		qg.add((p - pN) / (pM - pN))
+		qg.Add((p - pN) / (pM - pN))
 		if o.Quantity != nil {
-			pg.add(((p-c)**o.Quantity/g.size - piN) / (piM - piN))
+			pg.Add(((p-c)**o.Quantity/g.size - piN) / (piM - piN))
 		}
 	}
-	if pg.n > 0 {
-		g.tr.ProfitGain = ptr(round6(pg.mean))
+	if pg.N > 0 {
+		g.tr.ProfitGain = ptr(round6(pg.Mean))
 	}
-	if qg.n > 0 {
-		g.tr.PriceGain = ptr(round6(qg.mean))
+	if qg.N > 0 {
+		g.tr.PriceGain = ptr(round6(qg.Mean))
 	}
 }
 
@@ -504,14 +504,14 @@ func (g *gen) priceMarket(scenario string) {
 		for i := range e {
 			e[i] = 0.7*e[i] + 0.005*math.Sqrt(1-0.49)*r.NormFloat64()
 			costs[t][i] = base[i] * (1 + kappa[t] + e[i])
-			cbar.add(costs[t][i])
+			cbar.Add(costs[t][i])
 		}
 	}
 	a0bar := 0.0
 	for _, x := range a0 {
 		a0bar += x / float64(T)
 	}
-	pN, pM, piN, piM := g.benchmarks(N, cbar.mean, a0bar)
+	pN, pM, piN, piM := g.benchmarks(N, cbar.Mean, a0bar)
 
 	u := make([]float64, N)
 	innov := sd * math.Sqrt(1-ar*ar)

@@ -217,19 +217,19 @@ func (pn *panel) passThrough() {
 			var cm moments
 			for _, c := range s.c {
 				if !math.IsNaN(c) {
-					cm.add(c)
+					cm.Add(c)
 				}
 			}
 			for k := range s.y {
 				if !math.IsNaN(s.c[k]) {
-					s.y[k] = s.p[k] - s.rho*(s.c[k]-cm.mean)
+					s.y[k] = s.p[k] - s.rho*(s.c[k]-cm.Mean)
 				}
 			}
 		}
 		var m moments
 		for _, y := range s.y {
-			m.add(y)
+			m.Add(y)
 		}
-		s.meanY, s.sdY = m.mean, math.Sqrt(m.variance())
+		s.meanY, s.sdY = m.Mean, math.Sqrt(m.Variance())
 	}
 }

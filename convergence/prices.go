@@ -62,11 +62,11 @@ func analysePrices(pn *panel, alpha float64) *priceStats {
 	for i := range pn.firms {
 		s := &pn.firms[i]
 		if len(s.y) >= 2 && s.meanY > 0 {
-			cvs.add(s.sdY / s.meanY)
+			cvs.Add(s.sdY / s.meanY)
 		}
 	}
-	if cvs.n > 0 {
-		ps.cv = cvs.mean
+	if cvs.N > 0 {
+		ps.cv = cvs.Mean
 	}
 	ps.syncRate = syncRate(pn)
 	ps.pairwise(pn, alpha)
@@ -174,14 +174,14 @@ func (ps *priceStats) pairwise(pn *panel, alpha float64) {
 	for k, c := range cands {
 		var m moments
 		for _, v := range c.d {
-			m.add(v)
+			m.Add(v)
 		}
-		sd := math.Sqrt(m.variance())
+		sd := math.Sqrt(m.Variance())
 		zk := make([]float64, T)
 		mk := make([]uint64, words)
 		if sd > 0 {
 			for x, t := range c.ts {
-				zk[t] = (c.d[x] - m.mean) / sd
+				zk[t] = (c.d[x] - m.Mean) / sd
 				mk[t>>6] |= 1 << (uint(t) & 63)
 			}
 		}
@@ -315,12 +315,12 @@ func (ps *priceStats) groupCorrelation(members []int) (c0, co float64) {
 			if !ok {
 				continue
 			}
-			a.add(ps.pairs[k].c0)
-			b.add(ps.pairs[k].comove())
+			a.Add(ps.pairs[k].c0)
+			b.Add(ps.pairs[k].comove())
 		}
 	}
-	if a.n == 0 {
+	if a.N == 0 {
 		return math.NaN(), math.NaN()
 	}
-	return a.mean, b.mean
+	return a.Mean, b.Mean
 }

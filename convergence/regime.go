@@ -84,8 +84,8 @@ func fitRegime(s *series, firm int) regimeFit {
 	fit.varRatio = robustVarRatio(dIn, dOut)
 	fit.s, fit.e = bs, be
 	fit.from, fit.to = s.t[bs], s.t[be-1]
-	if mo.mean > 0 {
-		fit.jump = (mi.mean - mo.mean) / mo.mean
+	if mo.Mean > 0 {
+		fit.jump = (mi.Mean - mo.Mean) / mo.Mean
 	}
 	if fit.jump < minJump || fit.varRatio > maxVarRatio {
 		return fit
@@ -167,12 +167,12 @@ func windowTest(s *series, from, to int) (p float64) {
 	var mi, mo moments
 	for k, t := range s.t {
 		if t >= from && t <= to {
-			mi.add(s.y[k])
+			mi.Add(s.y[k])
 		} else {
-			mo.add(s.y[k])
+			mo.Add(s.y[k])
 		}
 	}
-	if mi.n < minRegimeSide || mo.n < minRegimeSide || !(mo.mean > 0) {
+	if mi.N < minRegimeSide || mo.N < minRegimeSide || !(mo.Mean > 0) {
 		return 1
 	}
 	res := make([]float64, len(s.y))
@@ -180,9 +180,9 @@ func windowTest(s *series, from, to int) (p float64) {
 	for k, t := range s.t {
 		inside := t >= from && t <= to
 		if inside {
-			res[k] = s.y[k] - mi.mean
+			res[k] = s.y[k] - mi.Mean
 		} else {
-			res[k] = s.y[k] - mo.mean
+			res[k] = s.y[k] - mo.Mean
 		}
 		if k > 0 {
 			prevIn := s.t[k-1] >= from && s.t[k-1] <= to
@@ -198,14 +198,14 @@ func windowTest(s *series, from, to int) (p float64) {
 	if len(dIn) < minRegimeSide || len(dOut) < minRegimeSide {
 		return 1
 	}
-	jump := (mi.mean - mo.mean) / mo.mean
+	jump := (mi.Mean - mo.Mean) / mo.Mean
 	vr := robustVarRatio(dIn, dOut)
 	if jump < minJump || !(vr <= maxVarRatio) {
 		return 1
 	}
 	pMean := 0.0
 	if lrv := bartlettLRV(res); lrv > 0 {
-		pMean = normalUpper((mi.mean - mo.mean) / math.Sqrt(lrv*(1/mi.n+1/mo.n)))
+		pMean = normalUpper((mi.Mean - mo.Mean) / math.Sqrt(lrv*(1/mi.N+1/mo.N)))
 	}
 	return math.Max(pMean, smallerScaleP(dIn, dOut))
 }
@@ -242,17 +242,17 @@ func epidemicRise(y []float64, mean float64) epidemic {
 	ep := epidemic{ok: true, s: bs, e: be}
 	for k, v := range y {
 		if k >= bs && k < be {
-			ep.in.add(v)
+			ep.in.Add(v)
 		} else {
-			ep.out.add(v)
+			ep.out.Add(v)
 		}
 	}
 	res := make([]float64, n)
 	for k, v := range y {
 		if k >= bs && k < be {
-			res[k] = v - ep.in.mean
+			res[k] = v - ep.in.Mean
 		} else {
-			res[k] = v - ep.out.mean
+			res[k] = v - ep.out.Mean
 		}
 	}
 	if lrv := bartlettLRV(res); lrv > 0 {

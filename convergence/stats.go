@@ -9,27 +9,8 @@ import (
 	"riskapi/internal/numeric"
 )
 
-// moments accumulates count, mean and variance (Welford).
-type moments struct {
-	n    float64
-	mean float64
-	m2   float64
-}
-
-func (m *moments) add(x float64) {
-	m.n++
-	d := x - m.mean
-	m.mean += d / m.n
-	m.m2 += d * (x - m.mean)
-}
-
-// variance is the unbiased sample variance (0 when n < 2).
-func (m moments) variance() float64 {
-	if m.n < 2 {
-		return 0
-	}
-	return m.m2 / (m.n - 1)
-}
+// moments accumulates count, mean and variance (Welford; shared with the other engines).
+type moments = numeric.Moments
 
 // normalUpper is P(Z > z) for a standard normal Z.
 func normalUpper(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
@@ -123,9 +104,9 @@ func batchMeanUpper(x []float64, mu0 float64) (mean, se, p float64) {
 		for _, v := range x[lo:hi] {
 			s += v
 		}
-		bm.add(s / float64(hi-lo))
+		bm.Add(s / float64(hi-lo))
 	}
-	se = math.Sqrt(bm.variance() / float64(b))
+	se = math.Sqrt(bm.Variance() / float64(b))
 	switch {
 	case se > 0:
 		p = studentTUpper((mean-mu0)/se, float64(b-1))

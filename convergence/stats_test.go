@@ -83,9 +83,9 @@ func TestRegimeTestFalseAlarmRate(t *testing.T) {
 		}
 		var m moments
 		for _, y := range s.y {
-			m.add(y)
+			m.Add(y)
 		}
-		s.meanY = m.mean
+		s.meanY = m.Mean
 		if f := fitRegime(s, 0); f.p <= 0.01 {
 			rejections++
 		}

@@ -62,7 +62,7 @@ func analyseWelfare(v *input, pn *panel, alphaW float64) *welfareStats {
 		s := &pn.firms[i]
 		for k := range s.p {
 			if !math.IsNaN(s.c[k]) {
-				mk.add((s.p[k] - s.c[k]) / s.p[k])
+				mk.Add((s.p[k] - s.c[k]) / s.p[k])
 			}
 		}
 		if s.hasRho {
@@ -74,12 +74,12 @@ func analyseWelfare(v *input, pn *panel, alphaW float64) *welfareStats {
 		g := make([]float64, len(s.p))
 		for k := range s.p {
 			g[k] = w.gainOf(b, s.p[k], s.pi[k])
-			all.add(g[k])
+			all.Add(g[k])
 		}
 		w.firms[i].g = g
 	}
-	if mk.n > 0 {
-		w.markup = mk.mean
+	if mk.N > 0 {
+		w.markup = mk.Mean
 	}
 	if len(rhos) > 0 {
 		w.passThrough = median(rhos)
@@ -87,7 +87,7 @@ func analyseWelfare(v *input, pn *panel, alphaW float64) *welfareStats {
 	if w.basis == "" {
 		return w
 	}
-	w.gain = all.mean
+	w.gain = all.Mean
 	for i := range w.firms {
 		if len(w.firms[i].g) >= minPeriods {
 			w.tested++
@@ -155,12 +155,12 @@ func (w *welfareStats) groupGain(pn *panel, members []int, from, to int, inside 
 		s := &pn.firms[f]
 		for k, t := range s.t {
 			if (t >= from && t <= to) == inside {
-				m.add(w.firms[f].g[k])
+				m.Add(w.firms[f].g[k])
 			}
 		}
 	}
-	if m.n == 0 {
+	if m.N == 0 {
 		return math.NaN()
 	}
-	return m.mean
+	return m.Mean
 }

@@ -244,10 +244,10 @@ func prepare(ev []Event, nb int, principalID string) *prepared {
 	var base moments
 	for i := 0; i < nb; i++ {
 		if v := ev[i].PrincipalValue; v != nil {
-			base.add(*v)
+			base.Add(*v)
 		}
 	}
-	p.basePV = base.mean
+	p.basePV = base.Mean
 	for i := range ev {
 		pvp := ev[i].PrincipalValue
 		if pvp == nil {
@@ -256,7 +256,7 @@ func prepare(ev []Event, nb int, principalID string) *prepared {
 		p.hasLoss[i] = true
 		if ba := ev[i].BestAlternativeValue; ba != nil {
 			p.loss[i] = math.Max(0, *ba-*pvp)
-		} else if base.n > 0 {
+		} else if base.N > 0 {
 			p.loss[i] = math.Max(0, p.basePV-*pvp)
 		} else {
 			p.hasLoss[i] = false
@@ -304,24 +304,24 @@ func (p *prepared) describe(t partyTest, adjP, alpha float64) ShadowPrincipal {
 		}
 		var b, all moments
 		for i, v := range x {
-			all.add(v)
+			all.Add(v)
 			if i < startPos {
-				b.add(v)
+				b.Add(v)
 			}
 		}
-		sd := math.Sqrt(b.variance())
+		sd := math.Sqrt(b.Variance())
 		if sd < 1e-9 {
-			sd = math.Sqrt(all.variance())
+			sd = math.Sqrt(all.Variance())
 		}
 		var post moments
 		for _, v := range x[s:] {
-			post.add(v)
+			post.Add(v)
 		}
 		k := 0.5
 		if sd > 0 {
-			k = math.Min(1, math.Max(0.1, 0.5*(post.mean-b.mean)/sd))
+			k = math.Min(1, math.Max(0.1, 0.5*(post.Mean-b.Mean)/sd))
 		}
-		firstPos = cusumAlarm(x, startPos, s, b.mean, sd, k, cusumH)
+		firstPos = cusumAlarm(x, startPos, s, b.Mean, sd, k, cusumH)
 	}
 
 	sp := ShadowPrincipal{Party: name, PValue: adjP, Confidence: 1 - adjP, ChangePointIndex: cp}
@@ -424,16 +424,16 @@ func (p *prepared) dimensions() Dimensions {
 		mon := i >= p.nb
 		if p.hasLoss[i] {
 			if mon {
-				ml.add(p.loss[i])
+				ml.Add(p.loss[i])
 			} else {
-				bl.add(p.loss[i])
+				bl.Add(p.loss[i])
 			}
 		}
 		if e.PrincipalValue != nil {
 			if mon {
-				mpv.add(*e.PrincipalValue)
+				mpv.Add(*e.PrincipalValue)
 			} else {
-				bpv.add(*e.PrincipalValue)
+				bpv.Add(*e.PrincipalValue)
 			}
 		}
 		if e.InstructedBy != "" {
@@ -458,26 +458,26 @@ func (p *prepared) dimensions() Dimensions {
 				v = 1
 			}
 			if mon {
-				mo.add(v)
+				mo.Add(v)
 			} else {
-				bo.add(v)
+				bo.Add(v)
 			}
 		}
 		if e.DelegationDepth != nil {
 			depthAny = true
 			if mon {
-				md.add(float64(*e.DelegationDepth))
+				md.Add(float64(*e.DelegationDepth))
 			} else {
-				bd.add(float64(*e.DelegationDepth))
+				bd.Add(float64(*e.DelegationDepth))
 			}
 		}
 	}
-	if bl.n > 0 && ml.n > 0 {
-		g := &GoalFidelity{BaselineMeanLoss: bl.mean, MonitoringMeanLoss: ml.mean,
-			BaselineMeanPrincipalValue: bpv.mean, MonitoringMeanPrincipalValue: mpv.mean, Score: 1}
-		if den := math.Abs(bpv.mean); den > 0 {
-			g.Score = clamp01(1 - math.Max(0, ml.mean-bl.mean)/den)
-		} else if ml.mean > bl.mean {
+	if bl.N > 0 && ml.N > 0 {
+		g := &GoalFidelity{BaselineMeanLoss: bl.Mean, MonitoringMeanLoss: ml.Mean,
+			BaselineMeanPrincipalValue: bpv.Mean, MonitoringMeanPrincipalValue: mpv.Mean, Score: 1}
+		if den := math.Abs(bpv.Mean); den > 0 {
+			g.Score = clamp01(1 - math.Max(0, ml.Mean-bl.Mean)/den)
+		} else if ml.Mean > bl.Mean {
 			g.Score = 0
 		}
 		d.GoalFidelity = g
@@ -486,13 +486,13 @@ func (p *prepared) dimensions() Dimensions {
 		d.Provenance = &Provenance{NonPrincipalInstructedShare: mInstrNP / mEvents,
 			BeneficiaryInstructedShare: mInstrBen / mEvents, Score: 1 - mInstrBen/mEvents}
 	}
-	if overAny && bo.n > 0 && mo.n > 0 {
-		d.Overrides = &Overrides{BaselineRate: bo.mean, MonitoringRate: mo.mean,
-			Score: clamp01(1 - math.Max(0, mo.mean-bo.mean))}
+	if overAny && bo.N > 0 && mo.N > 0 {
+		d.Overrides = &Overrides{BaselineRate: bo.Mean, MonitoringRate: mo.Mean,
+			Score: clamp01(1 - math.Max(0, mo.Mean-bo.Mean))}
 	}
-	if depthAny && bd.n > 0 && md.n > 0 {
-		d.Delegation = &Delegation{BaselineMeanDepth: bd.mean, MonitoringMeanDepth: md.mean,
-			Score: 1 / (1 + math.Max(0, md.mean-bd.mean))}
+	if depthAny && bd.N > 0 && md.N > 0 {
+		d.Delegation = &Delegation{BaselineMeanDepth: bd.Mean, MonitoringMeanDepth: md.Mean,
+			Score: 1 / (1 + math.Max(0, md.Mean-bd.Mean))}
 	}
 	return d
 }

@@ -327,14 +327,14 @@ func measure(tr *Truth, in Input, meanPV float64) {
 			baseV += v
 			baseTot += tot
 			if ok {
-				baseLoss.add(loss)
+				baseLoss.Add(loss)
 			}
 		}
 		if i >= tr.RampEndIndex {
 			postV += v
 			postTot += tot
 			if ok && v > 0 {
-				partyLoss.add(loss)
+				partyLoss.Add(loss)
 			}
 		}
 		if i >= tr.OnsetIndex {
@@ -347,7 +347,7 @@ func measure(tr *Truth, in Input, meanPV float64) {
 	if baseTot > 0 && postTot > 0 {
 		tr.ShareGain = postV/postTot - baseV/baseTot
 	}
-	tr.RegretFrac = (partyLoss.mean - baseLoss.mean) / meanPV
+	tr.RegretFrac = (partyLoss.Mean - baseLoss.Mean) / meanPV
 	if post > 0 {
 		tr.InstructedShare = float64(instr) / float64(post)
 	}

@@ -157,7 +157,7 @@ func TestTestValuesAreCentred(t *testing.T) {
 			s.add(b.wPV[i])
 		}
 	}
-	if m := s.moments(); math.Abs(m.mean) > 10 || s.m3() == 0 {
-		t.Errorf("centred values: mean %v, third moment %v", m.mean, s.m3())
+	if m := s.moments(); math.Abs(m.Mean) > 10 || s.m3() == 0 {
+		t.Errorf("centred values: mean %v, third moment %v", m.Mean, s.m3())
 	}
 }

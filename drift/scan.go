@@ -188,7 +188,7 @@ func stratifiedZ(win, ref []sums, sign, margin float64) (z, m, r float64) {
 		return math.Inf(-1), w.n, r
 	}
 	wm := w.moments()
-	vw := wm.variance() / w.n
+	vw := wm.Variance() / w.n
 	refMean, vr, dfDen := 0.0, 0.0, vw*vw/(w.n-1)
 	var v0, k3 float64 // null variance and third cumulant of the difference
 	for a := range win {
@@ -197,17 +197,17 @@ func stratifiedZ(win, ref []sums, sign, margin float64) (z, m, r float64) {
 		}
 		rm := ref[a].moments()
 		wa := win[a].n / w.n
-		refMean += wa * rm.mean
-		v := wa * wa * rm.variance() / rm.n
+		refMean += wa * rm.Mean
+		v := wa * wa * rm.Variance() / rm.N
 		vr += v
-		dfDen += v * v / (rm.n - 1)
+		dfDen += v * v / (rm.N - 1)
 		pool := ref[a]
 		pool.plus(win[a])
 		pm := pool.moments()
-		v0 += pm.variance() * (win[a].n/(w.n*w.n) + wa*wa/rm.n)
-		k3 += pool.m3() * (win[a].n/(w.n*w.n*w.n) - wa*wa*wa/(rm.n*rm.n))
+		v0 += pm.Variance() * (win[a].n/(w.n*w.n) + wa*wa/rm.N)
+		k3 += pool.m3() * (win[a].n/(w.n*w.n*w.n) - wa*wa*wa/(rm.N*rm.N))
 	}
-	d := sign*(wm.mean-refMean) - margin
+	d := sign*(wm.Mean-refMean) - margin
 	se2 := vw + vr
 	if se2 <= 0 {
 		if d > 0 {

@@ -7,29 +7,12 @@ import (
 	"gonum.org/v1/gonum/integrate/quad"
 	"gonum.org/v1/gonum/mathext"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"riskapi/internal/numeric"
 )
 
-// moments accumulates count, mean and variance (Welford).
-type moments struct {
-	n    float64
-	mean float64
-	m2   float64
-}
-
-func (m *moments) add(x float64) {
-	m.n++
-	d := x - m.mean
-	m.mean += d / m.n
-	m.m2 += d * (x - m.mean)
-}
-
-// variance is the unbiased sample variance (0 when n < 2).
-func (m moments) variance() float64 {
-	if m.n < 2 {
-		return 0
-	}
-	return m.m2 / (m.n - 1)
-}
+// moments accumulates count, mean and variance (Welford; shared with the other engines).
+type moments = numeric.Moments
 
 // fromSums builds moments from n, Σx and Σx².
 func fromSums(n, sx, sxx float64) moments {
@@ -41,7 +24,7 @@ func fromSums(n, sx, sxx float64) moments {
 	if m2 < 0 {
 		m2 = 0
 	}
-	return moments{n: n, mean: mean, m2: m2}
+	return moments{N: n, Mean: mean, M2: m2}
 }
 
 // sums holds a count, Σx, Σx² and Σx³ of one group of observations.
@@ -100,7 +83,7 @@ func meanDiffZ(ref, win sums, sign float64) float64 {
 	}
 	pool := ref
 	pool.plus(win)
-	v := pool.moments().variance() * (1/win.n + 1/ref.n)
+	v := pool.moments().Variance() * (1/win.n + 1/ref.n)
 	gamma := 0.0
 	if v > 0 {
 		// Third cumulant of mean(win) − mean(ref) under the null: μ₃(1/m² − 1/r²).
@@ -127,12 +110,12 @@ func skewCorrect(p, gamma float64) float64 {
 // welchUpper is the one-sided p-value of Welch's t-test for H1: mean(b) > mean(a).
 // Either sample with fewer than 2 observations gives 1.
 func welchUpper(a, b moments) float64 {
-	if a.n < 2 || b.n < 2 {
+	if a.N < 2 || b.N < 2 {
 		return 1
 	}
-	va, vb := a.variance()/a.n, b.variance()/b.n
+	va, vb := a.Variance()/a.N, b.Variance()/b.N
 	se2 := va + vb
-	diff := b.mean - a.mean
+	diff := b.Mean - a.Mean
 	if se2 <= 0 {
 		if diff > 0 {
 			return 0
@@ -140,7 +123,7 @@ func welchUpper(a, b moments) float64 {
 		return 1
 	}
 	t := diff / math.Sqrt(se2)
-	df := se2 * se2 / (va*va/(a.n-1) + vb*vb/(b.n-1))
+	df := se2 * se2 / (va*va/(a.N-1) + vb*vb/(b.N-1))
 	return studentTUpper(t, df)
 }
 
