@@ -22,12 +22,9 @@ import (
 	"riskapi/internal/store"
 )
 
-// Store is what the dashboard reads and writes: the service's store and its users and
-// sessions. Both the embedded SQLite store and the PostgreSQL store implement it.
-type Store interface {
-	store.Store
-	store.UserStore
-}
+// Store is what the dashboard reads and writes: the service's store, users and sessions
+// included.
+type Store = store.Store
 
 // Config holds the dashboard's dependencies and settings. Store, Limiter and Logger are
 // required.

@@ -18,13 +18,17 @@ import (
 // simulateRequest is the body of POST /v1/cascade/simulate: the engine's input as it is.
 type simulateRequest struct {
 	cascade.Input `json:",inline"`
+	// work is the simulation's size by the contract's measure, found while validating.
+	work int64
 }
 
 // validate applies the engine's own checks, so the API and the library refuse exactly the
-// same inputs with the same codes and paths.
+// same inputs with the same codes and paths; cascade.Work validates as it measures, so the
+// network is compiled once here rather than twice.
 func (req *simulateRequest) validate() *Error {
 	var ie *cascade.InputError
-	if err := req.Input.Validate(); errors.As(err, &ie) {
+	var err error
+	if req.work, err = cascade.Work(req.Input); errors.As(err, &ie) {
 		return engineInputError(ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message)
 	} else if err != nil {
 		return invalidField("network", "object", "object", "%v", err)
@@ -116,16 +120,12 @@ func (s *Server) handleSimulate() http.Handler {
 			seed := rand.Int64N(1 << 53) // exact in JSON, so it can be sent back to reproduce
 			in.Seed = &seed
 		}
-		work, err := cascade.Work(in)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
 		p := principalFrom(r.Context())
 		now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 		h := resourceHeader{ID: ident.New("csm"), Object: "cascade.simulation", Livemode: p.Livemode(), CreatedAt: formatTime(now)}
 		sim := store.Simulation{ID: h.ID, AccountID: p.Account.ID, Mode: p.Key.Mode, CreatedAt: now, UpdatedAt: now}
-		if in.Async || work > cascade.AsyncWorkThreshold {
+		var err error
+		if in.Async || req.work > cascade.AsyncWorkThreshold {
 			obj := newSimulationObject(h, store.SimulationQueued, in)
 			if sim.Request, err = json.Marshal(in); err == nil {
 				sim.Payload, _, err = obj.encode()

@@ -55,12 +55,7 @@ func (s *Server) handleQualityCheck() http.Handler {
 			writeError(w, r, e)
 			return
 		}
-		run := func(w http.ResponseWriter) { s.runQualityCheck(w, r, &req, ds) }
-		if key == "" {
-			run(w)
-			return
-		}
-		s.runIdempotent(w, r, key, sumOf(digest), run)
+		s.execute(w, r, key, sumOf(digest), func(w http.ResponseWriter) { s.runQualityCheck(w, r, &req, ds) })
 	})
 }
 
@@ -128,10 +123,10 @@ func (s *Server) runQualityCheck(w http.ResponseWriter, r *http.Request, req *me
 }
 
 // decodeQualityCheck reads a quality-check request from body. The data member is fed straight
-// into a dataset; every other member is decoded strictly on its own as it is read (unknown
-// fields and wrong types are reported as on every endpoint) and checked at once, so the first
-// failure in document order is the one reported, whichever side of data it stands. hasData
-// reports whether records or csv were sent.
+// into a dataset; every other member is decoded strictly on its own into the request as it is
+// read (unknown fields and wrong types are reported as on every endpoint; decoding merges
+// into req) and checked at once, so the first failure in document order is the one reported,
+// whichever side of data it stands. hasData reports whether records or csv were sent.
 func decodeQualityCheck(body io.Reader) (req meridian.Request, ds *meridian.Dataset, hasData bool, _ *Error) {
 	ds = meridian.NewDataset()
 	dec := jsontext.NewDecoder(body)
@@ -147,7 +142,6 @@ func decodeQualityCheck(body io.Reader) (req meridian.Request, ds *meridian.Data
 		e.Details["offset"] = dec.InputOffset() - 1
 		return req, ds, false, e
 	}
-	rest := []byte{'{'}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
@@ -166,22 +160,17 @@ func decodeQualityCheck(body io.Reader) (req meridian.Request, ds *meridian.Data
 		if err != nil {
 			return req, ds, false, streamError(err)
 		}
-		member, _ := jsontext.AppendQuote(nil, name)
-		member = append(append(member, ':'), v...)
-		var one meridian.Request
-		if e := decodeJSON(append(append([]byte{'{'}, member...), '}'), &one); e != nil {
+		member, _ := jsontext.AppendQuote([]byte{'{'}, name)
+		member = append(append(append(member, ':'), v...), '}')
+		if e := decodeJSON(member, &req); e != nil {
 			return req, ds, false, e
 		}
-		if name == "source_id" && !sourceIDPattern.MatchString(one.SourceID) {
+		if name == "source_id" && !sourceIDPattern.MatchString(req.SourceID) {
 			return req, ds, false, invalidField("source_id", sourceIDExpected, "string", "source_id must be 1 to 128 letters, digits, '.', '_', ':', '/' or '-'.")
 		}
-		if e := engineError(one.ValidateMember(name)); e != nil {
+		if e := engineError(req.ValidateMember(name)); e != nil {
 			return req, ds, false, e
 		}
-		if len(rest) > 1 {
-			rest = append(rest, ',')
-		}
-		rest = append(rest, member...)
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return req, ds, false, streamError(err)
@@ -193,10 +182,6 @@ func decodeQualityCheck(body io.Reader) (req meridian.Request, ds *meridian.Data
 			return req, ds, false, e
 		}
 		return req, ds, false, streamError(err)
-	}
-	rest = append(rest, '}')
-	if e := decodeJSON(rest, &req); e != nil {
-		return req, ds, false, e
 	}
 	return req, ds, hasData, nil
 }

@@ -52,12 +52,18 @@ func handleJSON[Req any](s *Server, do func(w http.ResponseWriter, r *http.Reque
 				return
 			}
 		}
-		if key == "" {
-			do(w, r, &req)
-			return
-		}
-		s.runIdempotent(w, r, key, sha256.Sum256(body), func(w http.ResponseWriter) { do(w, r, &req) })
+		s.execute(w, r, key, sha256.Sum256(body), func(w http.ResponseWriter) { do(w, r, &req) })
 	})
+}
+
+// execute runs work for a request that passed every check: at most once per
+// Idempotency-Key when the request has one (bodySum fingerprints it), else plainly.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, key string, bodySum [sha256.Size]byte, work func(http.ResponseWriter)) {
+	if key == "" {
+		work(w)
+		return
+	}
+	s.runIdempotent(w, r, key, bodySum, work)
 }
 
 // idempotencyKey returns the request's Idempotency-Key: "" when absent, else 1–255
