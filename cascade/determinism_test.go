@@ -41,7 +41,7 @@ func TestSameSeedSameBytesAnyWorkers(t *testing.T) {
 		in := mixedInput(m)
 		var ref []byte
 		for _, w := range []int{1, 2, 4, 7} {
-			res, err := Simulate(context.Background(), in, Options{Workers: w})
+			res, err := runWith(context.Background(), in, Options{Workers: w})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func TestSameSeedSameBytesAnyWorkers(t *testing.T) {
 			}
 		}
 		in.Seed = ptr(*in.Seed + 1)
-		res, err := Simulate(context.Background(), in, Options{Workers: 2})
+		res, err := runWith(context.Background(), in, Options{Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestCancellation(t *testing.T) {
 		cancel()
 	}()
 	start := time.Now()
-	_, err := Simulate(ctx, in, Options{Progress: func(done, total int64) { calls.Add(1) }})
+	_, err := runWith(ctx, in, Options{Progress: func(done, total int64) { calls.Add(1) }})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -87,7 +87,7 @@ func TestCancellation(t *testing.T) {
 		t.Errorf("cancellation took %v", d)
 	}
 	// An already cancelled context does no work.
-	if _, err := Simulate(ctx, mixedInput(ModelThreshold), Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := Analyze(ctx, mixedInput(ModelThreshold)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled before start: err = %v", err)
 	}
 }
@@ -97,7 +97,7 @@ func TestProgress(t *testing.T) {
 	t.Parallel()
 	in := mixedInput(ModelThreshold)
 	var last, total, calls int64
-	_, err := Simulate(context.Background(), in, Options{Workers: 3, Progress: func(done, tot int64) {
+	_, err := runWith(context.Background(), in, Options{Workers: 3, Progress: func(done, tot int64) {
 		if done < last || done > tot {
 			t.Errorf("progress %d/%d after %d", done, tot, last)
 		}
@@ -114,4 +114,10 @@ func TestProgress(t *testing.T) {
 	if calls < 10 || calls > 260 {
 		t.Errorf("%d progress calls, want between 10 and 260", calls)
 	}
+}
+
+// runWith is Analyze with run options.
+func runWith(ctx context.Context, in Input, opt Options) (Result, error) {
+	in.Run = opt
+	return Analyze(ctx, in)
 }

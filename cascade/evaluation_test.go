@@ -93,7 +93,7 @@ func runEvaluation(t *testing.T, s evalSettings) []evalRow {
 				gp.TopShare = u(s.share)
 			}
 			in, tr := Generate(sc, seed, gp)
-			res, err := Simulate(context.Background(), in, Options{})
+			res, err := Analyze(context.Background(), in)
 			if err != nil {
 				t.Fatalf("%s seed %d: %v", sc, seed, err)
 			}

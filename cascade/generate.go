@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // Scenario names accepted by Generate: the cascade scenarios of POST /v1/test/generate.
@@ -23,14 +24,7 @@ func TestModeScenarios() []string {
 func Scenarios() []string { return TestModeScenarios() }
 
 // IsScenario reports whether Generate accepts the scenario.
-func IsScenario(s string) bool {
-	for _, v := range Scenarios() {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
+func IsScenario(s string) bool { return slices.Contains(Scenarios(), s) }
 
 // GenParams tunes Generate. Zero fields take the defaults given; a field drawn at random is
 // drawn from the seed's stream, so the output stays a function of the seed.

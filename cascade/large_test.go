@@ -25,7 +25,7 @@ func TestLargeNetwork(t *testing.T) {
 		t.Errorf("work %d, want %d", w, int64(largeRuns+SweepTop)*size)
 	}
 	start := time.Now()
-	res, err := Simulate(context.Background(), in, Options{})
+	res, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}

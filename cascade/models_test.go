@@ -12,7 +12,7 @@ import (
 
 func simulateT(t *testing.T, in Input) Result {
 	t.Helper()
-	res, err := Simulate(context.Background(), in, Options{})
+	res, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}

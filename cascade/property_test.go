@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"riskapi/engine"
 )
 
 // randomInput draws a small network with awkward values (zero and huge capital, weights and
@@ -116,7 +118,7 @@ func TestRandomInputs(t *testing.T) {
 	for trial := 0; trial < 400; trial++ {
 		model := modelNames[trial%4]
 		in := randomInput(r, model)
-		res, err := Simulate(context.Background(), in, Options{Workers: 1 + trial%3})
+		res, err := runWith(context.Background(), in, Options{Workers: 1 + trial%3})
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
@@ -124,7 +126,7 @@ func TestRandomInputs(t *testing.T) {
 	}
 }
 
-// FuzzSimulate: any JSON body either fails validation with an *InputError or simulates to
+// FuzzSimulate: any JSON body either fails validation with an *engine.InputError or simulates to
 // an encodable result; it never panics.
 func FuzzSimulate(f *testing.F) {
 	f.Add([]byte(specExample))
@@ -142,11 +144,11 @@ func FuzzSimulate(f *testing.F) {
 		if len(in.Network.Nodes) > 200 || len(in.Network.Edges) > 2000 {
 			return
 		}
-		res, err := Simulate(context.Background(), in, Options{})
-		var ie *InputError
+		res, err := Analyze(context.Background(), in)
+		var ie *engine.InputError
 		if err != nil {
 			if !errors.As(err, &ie) {
-				t.Fatalf("error %v is not an *InputError", err)
+				t.Fatalf("error %v is not an *engine.InputError", err)
 			}
 			return
 		}

@@ -9,18 +9,22 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"riskapi/engine"
 )
 
-// Simulate validates the input, runs every scenario (Monte Carlo over all workers, each run
-// with its own generator derived from (seed, scenario, run), so the result is the same
-// whatever the number of workers), sweeps the blast radius of the nodes, and scores the
-// network. Bad input returns an *InputError; a cancelled ctx returns ctx's error.
-func Simulate(ctx context.Context, in Input, opt Options) (Result, error) {
-	s, err := compile(&in)
+// Analyze validates the input (unless Validate already did), runs every scenario (Monte
+// Carlo over in.Run.Workers goroutines, each run with its own generator derived from (seed,
+// scenario, run), so the result is the same whatever the number of workers), sweeps the
+// blast radius of the nodes, and scores the network. Bad input returns an
+// *engine.InputError; a cancelled ctx stops every worker within one run and returns ctx's
+// error.
+func Analyze(ctx context.Context, in Input) (Result, error) {
+	s, err := in.spec()
 	if err != nil {
 		return Result{}, err
 	}
-	return simulate(ctx, s, opt)
+	return simulate(ctx, s, in.Run)
 }
 
 // quantScale is the resolution of per-node Eisenberg–Noe shortfall sums: shortfalls are
@@ -448,14 +452,5 @@ func (sim *simulation) score(res *Result, lambda2 float64, comps int, recov [][]
 		ws += x.weight
 	}
 	res.Score = math.Round(1000*math.Exp(lw/ws)) / 10
-	switch {
-	case res.Score >= 80:
-		res.RiskBand = "low"
-	case res.Score >= 60:
-		res.RiskBand = "moderate"
-	case res.Score >= 40:
-		res.RiskBand = "high"
-	default:
-		res.RiskBand = "critical"
-	}
+	res.RiskBand = engine.RiskBand(res.Score)
 }

@@ -5,7 +5,7 @@
 // for tests and test mode.
 package cascade
 
-import "fmt"
+import "riskapi/engine"
 
 // MethodVersion identifies the method documented in docs/methods/cascade.md.
 const MethodVersion = "cascade/1"
@@ -54,7 +54,7 @@ const (
 	ICBlastRuns = 100
 )
 
-// Error codes of InputError.Code.
+// Error codes of the *engine.InputError values Analyze returns.
 const (
 	CodeInvalidNetwork           = "INVALID_NETWORK"
 	CodeInvalidModel             = "INVALID_MODEL"
@@ -124,7 +124,7 @@ type Input struct {
 	// Simulations: Monte Carlo runs of each stochastic scenario, 1–100,000 (default 10,000).
 	Simulations *int `json:"simulations,omitempty"`
 	// Seed of every random draw. The HTTP layer draws one when the request has none;
-	// Simulate uses 0 when it is nil. Result.Seed reports the seed used.
+	// Analyze uses 0 when it is nil. Result.Seed reports the seed used.
 	Seed *int64 `json:"seed,omitempty"`
 	// RecoveryRate in [0, 1] (default 0): the share of an exposure recovered when the source fails.
 	RecoveryRate *float64 `json:"recovery_rate,omitempty"`
@@ -133,22 +133,13 @@ type Input struct {
 	SystemicThreshold *float64 `json:"systemic_threshold,omitempty"`
 	// Async asks the HTTP layer to run the simulation in the background; the engine ignores it.
 	Async bool `json:"async,omitempty"`
-}
 
-// InputError reports an Input that Simulate cannot simulate. Code is the contract's error
-// code, Field the JSON path of the offending value (e.g. "network.edges[12].source"),
-// Expected the expected JSON type with the constraint in parentheses, Received the JSON type
-// received ("number", "string", "array", "missing", …).
-type InputError struct {
-	Code     string
-	Field    string
-	Expected string
-	Received string
-	Message  string
-}
+	// Run tunes how Analyze runs; it never changes the result and is not part of the body.
+	Run Options `json:"-"`
 
-func (e *InputError) Error() string {
-	return fmt.Sprintf("cascade: %s: %s: %s", e.Code, e.Field, e.Message)
+	// compiled is what Validate compiled, so that Analyze does not compile the same
+	// network twice (see Validate).
+	compiled engine.Compiled[spec]
 }
 
 // Quantiles of the failed value fraction.
@@ -250,7 +241,7 @@ type Result struct {
 	MethodVersion        string           `json:"method_version"`
 }
 
-// Options tune how Simulate runs; they never change its result.
+// Options tune how Analyze runs; they never change its result.
 type Options struct {
 	// Workers is the number of goroutines; 0 means GOMAXPROCS.
 	Workers int

@@ -4,25 +4,37 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"riskapi/engine"
 )
 
 // Validate checks the input against the contract and returns the first failure in document
-// order as an *InputError, or nil.
-func (in *Input) Validate() error {
-	_, err := compile(in)
-	return err
+// order as an *engine.InputError, or nil. It keeps what it compiled in the Input
+// (engine.Compiled), so that Work and Analyze on the same value do not compile the network
+// again.
+func (in *Input) Validate() error { return in.compiled.Validate(in.compile) }
+
+// spec is the compiled input: Validate's, or compiled now.
+func (in *Input) spec() (*spec, error) { return in.compiled.Get(in.compile) }
+
+func (in *Input) compile() (*spec, error) {
+	s, err := compile(in)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Work is the contract's measure of a simulation's size: Σ over scenarios of runs ×
 // (nodes + edges), plus swept nodes × (nodes + edges) for the blast radius. Above
 // AsyncWorkThreshold the HTTP layer runs the simulation in the background. Work validates
-// the input first.
+// the input first (unless Validate already did).
 func Work(in Input) (int64, error) {
-	spec, err := compile(&in)
+	s, err := in.spec()
 	if err != nil {
 		return 0, err
 	}
-	return spec.work(), nil
+	return s.work(), nil
 }
 
 func (s *spec) work() int64 {
@@ -86,23 +98,19 @@ type scenario struct {
 	providerIx int32   // provider_outage
 }
 
-func bad(code, field, expected, received, format string, args ...any) *InputError {
-	return &InputError{Code: code, Field: field, Expected: expected, Received: received, Message: fmt.Sprintf(format, args...)}
-}
-
 const (
 	expMag  = "number (0-1e15)"
 	expProb = "number (0-1)"
 )
 
 // num checks an optional non-negative magnitude.
-func num(p *float64, def float64, field string, max float64, expected string) (float64, *InputError) {
+func num(p *float64, def float64, field string, max float64, expected string) (float64, *engine.InputError) {
 	if p == nil {
 		return def, nil
 	}
 	v := *p
 	if !(v >= 0 && v <= max) {
-		return 0, bad(CodeInvalidNetwork, field, expected, "number", "%s must be a number between 0 and %s; got %s.", field, fmtG(max), fmtG(v))
+		return 0, engine.Invalid(CodeInvalidNetwork, field, expected, "number", "%s must be a number between 0 and %s; got %s.", field, fmtG(max), fmtG(v))
 	}
 	return v, nil
 }
@@ -118,10 +126,10 @@ func compile(in *Input) (*spec, error) {
 		if nodes == nil {
 			rec = "missing"
 		}
-		return nil, bad(CodeInvalidNetwork, "network.nodes", "array (1-100000 nodes)", rec, "network.nodes must list at least one node.")
+		return nil, engine.Invalid(CodeInvalidNetwork, "network.nodes", "array (1-100000 nodes)", rec, "network.nodes must list at least one node.")
 	}
 	if n > MaxNodes {
-		return nil, bad(CodeInvalidNetwork, "network.nodes", "array (1-100000 nodes)", "array", "network.nodes has %d nodes; at most %d are allowed.", n, MaxNodes)
+		return nil, engine.Invalid(CodeInvalidNetwork, "network.nodes", "array (1-100000 nodes)", "array", "network.nodes has %d nodes; at most %d are allowed.", n, MaxNodes)
 	}
 	s.ids = make([]string, n)
 	s.value = make([]float64, n)
@@ -137,14 +145,14 @@ func compile(in *Input) (*spec, error) {
 	for i, nd := range nodes {
 		p := fmt.Sprintf("network.nodes[%d]", i)
 		if nd.ID == "" {
-			return nil, bad(CodeInvalidNetwork, p+".id", "string (non-empty, unique)", "missing", "%s.id is required.", p)
+			return nil, engine.Invalid(CodeInvalidNetwork, p+".id", "string (non-empty, unique)", "missing", "%s.id is required.", p)
 		}
 		if j, dup := index[nd.ID]; dup {
-			return nil, bad(CodeInvalidNetwork, p+".id", "string (non-empty, unique)", "string", "node id %q is already used by network.nodes[%d].", nd.ID, j)
+			return nil, engine.Invalid(CodeInvalidNetwork, p+".id", "string (non-empty, unique)", "string", "node id %q is already used by network.nodes[%d].", nd.ID, j)
 		}
 		index[nd.ID] = int32(i)
 		s.ids[i] = nd.ID
-		var err *InputError
+		var err *engine.InputError
 		if s.capital[i], err = num(nd.Capital, 1, p+".capital", MaxMagnitude, expMag); err != nil {
 			return nil, err
 		}
@@ -176,10 +184,10 @@ func compile(in *Input) (*spec, error) {
 		total += s.value[i]
 	}
 	if !(total > 0) {
-		return nil, bad(CodeInvalidNetwork, "network.nodes", "array (total value above 0)", "array", "the nodes' values sum to 0; at least one node needs a positive value.")
+		return nil, engine.Invalid(CodeInvalidNetwork, "network.nodes", "array (total value above 0)", "array", "the nodes' values sum to 0; at least one node needs a positive value.")
 	}
 	if len(edges) > MaxEdges {
-		return nil, bad(CodeInvalidNetwork, "network.edges", "array (at most 1000000 edges)", "array", "network.edges has %d edges; at most %d are allowed.", len(edges), MaxEdges)
+		return nil, engine.Invalid(CodeInvalidNetwork, "network.edges", "array (at most 1000000 edges)", "array", "network.edges has %d edges; at most %d are allowed.", len(edges), MaxEdges)
 	}
 	s.rawEdges = len(edges)
 	s.src = make([]int32, 0, len(edges))
@@ -224,7 +232,7 @@ func compile(in *Input) (*spec, error) {
 		}
 	}
 	if s.model < 0 {
-		return nil, bad(CodeInvalidModel, "model", "string (threshold, independent_cascade, debtrank or eisenberg_noe)", "string", "unknown model %q.", in.Model)
+		return nil, engine.Invalid(CodeInvalidModel, "model", "string (threshold, independent_cascade, debtrank or eisenberg_noe)", "string", "unknown model %q.", in.Model)
 	}
 
 	s.sims = DefaultSimulations
@@ -235,21 +243,21 @@ func compile(in *Input) (*spec, error) {
 		return nil, err
 	}
 	if in.Simulations != nil && (s.sims < 1 || s.sims > MaxSimulations) {
-		return nil, bad(CodeInvalidSimulations, "simulations", "integer (1-100000)", "number", "simulations must be between 1 and %d; got %d.", MaxSimulations, s.sims)
+		return nil, engine.Invalid(CodeInvalidSimulations, "simulations", "integer (1-100000)", "number", "simulations must be between 1 and %d; got %d.", MaxSimulations, s.sims)
 	}
 	if in.Seed != nil {
 		s.seed = *in.Seed
 	}
 	if in.RecoveryRate != nil {
 		if v := *in.RecoveryRate; !(v >= 0 && v <= 1) {
-			return nil, bad(CodeInvalidRecoveryRate, "recovery_rate", expProb, "number", "recovery_rate must be between 0 and 1; got %s.", fmtG(v))
+			return nil, engine.Invalid(CodeInvalidRecoveryRate, "recovery_rate", expProb, "number", "recovery_rate must be between 0 and 1; got %s.", fmtG(v))
 		}
 		s.recoveryRate = *in.RecoveryRate
 	}
 	s.sysThres = DefaultSystemicThreshold
 	if in.SystemicThreshold != nil {
 		if v := *in.SystemicThreshold; !(v > 0 && v <= 1) {
-			return nil, bad(CodeInvalidSystemicThreshold, "systemic_threshold", "number (above 0, at most 1)", "number", "systemic_threshold must be above 0 and at most 1; got %s.", fmtG(v))
+			return nil, engine.Invalid(CodeInvalidSystemicThreshold, "systemic_threshold", "number (above 0, at most 1)", "number", "systemic_threshold must be above 0 and at most 1; got %s.", fmtG(v))
 		}
 		s.sysThres = *in.SystemicThreshold
 	}
@@ -264,18 +272,18 @@ func compile(in *Input) (*spec, error) {
 	return s, nil
 }
 
-func unknownNode(code, field, id string) *InputError {
+func unknownNode(code, field, id string) *engine.InputError {
 	if id == "" {
-		return bad(code, field, "string (a node id)", "missing", "%s is required.", field)
+		return engine.Invalid(code, field, "string (a node id)", "missing", "%s is required.", field)
 	}
-	return bad(code, field, "string (a node id)", "string", "%s: %q is not the id of a node of the network.", field, id)
+	return engine.Invalid(code, field, "string (a node id)", "string", "%s: %q is not the id of a node of the network.", field, id)
 }
 
 var scenarioTypes = []string{TypeNodeFailure, TypeRandomNode, TypeRandomFailure, TypeTargetedAttack, TypeProviderOutage, TypeShock}
 
 const expTypes = "string (node_failure, random_node, random_failure, targeted_attack, provider_outage or shock)"
 
-func (s *spec) compileScenarios(in *Input, index map[string]int32) *InputError {
+func (s *spec) compileScenarios(in *Input, index map[string]int32) *engine.InputError {
 	n := len(s.ids)
 	ic := s.model == mIndependentCascade
 	if in.Scenarios == nil {
@@ -286,7 +294,7 @@ func (s *spec) compileScenarios(in *Input, index map[string]int32) *InputError {
 		return nil
 	}
 	if len(in.Scenarios) == 0 || len(in.Scenarios) > MaxScenarios {
-		return bad(CodeInvalidScenarios, "scenarios", "array (1-100 scenarios)", "array", "scenarios must list between 1 and %d scenarios (omit it for the defaults); got %d.", MaxScenarios, len(in.Scenarios))
+		return engine.Invalid(CodeInvalidScenarios, "scenarios", "array (1-100 scenarios)", "array", "scenarios must list between 1 and %d scenarios (omit it for the defaults); got %d.", MaxScenarios, len(in.Scenarios))
 	}
 	for k, sp := range in.Scenarios {
 		p := fmt.Sprintf("scenarios[%d]", k)
@@ -303,7 +311,7 @@ func (s *spec) compileScenarios(in *Input, index map[string]int32) *InputError {
 			if sp.Type == "" {
 				rec = "missing"
 			}
-			return bad(CodeInvalidScenarios, p+".type", expTypes, rec, "%s.type must be one of node_failure, random_node, random_failure, targeted_attack, provider_outage, shock; got %q.", p, sp.Type)
+			return engine.Invalid(CodeInvalidScenarios, p+".type", expTypes, rec, "%s.type must be one of node_failure, random_node, random_failure, targeted_attack, provider_outage, shock; got %q.", p, sp.Type)
 		}
 		// Parameters that the type does not use are rejected rather than silently ignored.
 		uses := map[string]bool{
@@ -328,23 +336,23 @@ func (s *spec) compileScenarios(in *Input, index map[string]int32) *InputError {
 			{sp.LossFraction != nil, TypeShock, "loss_fraction", "number"},
 		} {
 			if f.present && !uses[f.use] {
-				return bad(CodeInvalidScenarios, p+"."+f.name, "absent (not used by "+sp.Type+")", f.rec, "%s.%s does not apply to a %s scenario.", p, f.name, sp.Type)
+				return engine.Invalid(CodeInvalidScenarios, p+"."+f.name, "absent (not used by "+sp.Type+")", f.rec, "%s.%s does not apply to a %s scenario.", p, f.name, sp.Type)
 			}
 		}
 		switch sp.Type {
 		case TypeNodeFailure, TypeShock:
 			if sp.Type == TypeShock && ic {
-				return bad(CodeInvalidScenarios, p+".type", "string (shock is not available under independent_cascade)", "string", "shock scenarios are not available under the independent_cascade model.")
+				return engine.Invalid(CodeInvalidScenarios, p+".type", "string (shock is not available under independent_cascade)", "string", "shock scenarios are not available under the independent_cascade model.")
 			}
 			if sp.Type == TypeNodeFailure && len(sp.Nodes) == 0 {
 				rec := "array"
 				if sp.Nodes == nil {
 					rec = "missing"
 				}
-				return bad(CodeInvalidScenarios, p+".nodes", "array (at least one node id)", rec, "%s.nodes must list the nodes that fail.", p)
+				return engine.Invalid(CodeInvalidScenarios, p+".nodes", "array (at least one node id)", rec, "%s.nodes must list the nodes that fail.", p)
 			}
 			if sp.Type == TypeShock && sp.Nodes != nil && len(sp.Nodes) == 0 {
-				return bad(CodeInvalidScenarios, p+".nodes", "array (at least one node id; omit for all nodes)", "array", "%s.nodes is empty; omit it to shock every node.", p)
+				return engine.Invalid(CodeInvalidScenarios, p+".nodes", "array (at least one node id; omit for all nodes)", "array", "%s.nodes is empty; omit it to shock every node.", p)
 			}
 			seen := make(map[int32]bool, len(sp.Nodes))
 			for j, id := range sp.Nodes {
@@ -360,10 +368,10 @@ func (s *spec) compileScenarios(in *Input, index map[string]int32) *InputError {
 			if sp.Type == TypeShock {
 				sc.shockAll = sp.Nodes == nil
 				if sp.LossFraction == nil {
-					return bad(CodeInvalidScenarios, p+".loss_fraction", "number (above 0, at most 1)", "missing", "%s.loss_fraction is required for a shock.", p)
+					return engine.Invalid(CodeInvalidScenarios, p+".loss_fraction", "number (above 0, at most 1)", "missing", "%s.loss_fraction is required for a shock.", p)
 				}
 				if v := *sp.LossFraction; !(v > 0 && v <= 1) {
-					return bad(CodeInvalidScenarios, p+".loss_fraction", "number (above 0, at most 1)", "number", "%s.loss_fraction must be above 0 and at most 1; got %s.", p, fmtG(v))
+					return engine.Invalid(CodeInvalidScenarios, p+".loss_fraction", "number (above 0, at most 1)", "number", "%s.loss_fraction must be above 0 and at most 1; got %s.", p, fmtG(v))
 				}
 				sc.lossFrac = *sp.LossFraction
 			}
@@ -373,7 +381,7 @@ func (s *spec) compileScenarios(in *Input, index map[string]int32) *InputError {
 				sc.count = *sp.Count
 			}
 			if sc.count < 1 || sc.count > n {
-				return bad(CodeInvalidScenarios, p+".count", fmt.Sprintf("integer (1-%d, the node count)", n), "number", "%s.count must be between 1 and the number of nodes (%d); got %d.", p, n, sc.count)
+				return engine.Invalid(CodeInvalidScenarios, p+".count", fmt.Sprintf("integer (1-%d, the node count)", n), "number", "%s.count must be between 1 and the number of nodes (%d); got %d.", p, n, sc.count)
 			}
 			sc.stochastic = sp.Type == TypeRandomNode
 			if sp.Type == TypeTargetedAttack {
@@ -382,20 +390,20 @@ func (s *spec) compileScenarios(in *Input, index map[string]int32) *InputError {
 					sc.by = ByExposure
 				}
 				if sc.by != ByDegree && sc.by != ByExposure && sc.by != ByEigenvector {
-					return bad(CodeInvalidScenarios, p+".by", "string (degree, exposure or eigenvector)", "string", "%s.by must be degree, exposure or eigenvector; got %q.", p, sp.By)
+					return engine.Invalid(CodeInvalidScenarios, p+".by", "string (degree, exposure or eigenvector)", "string", "%s.by must be degree, exposure or eigenvector; got %q.", p, sp.By)
 				}
 			}
 		case TypeRandomFailure:
 			sc.stochastic = true
 			if sp.Probability != nil {
 				if v := *sp.Probability; !(v >= 0 && v <= 1) {
-					return bad(CodeInvalidScenarios, p+".probability", expProb, "number", "%s.probability must be between 0 and 1; got %s.", p, fmtG(v))
+					return engine.Invalid(CodeInvalidScenarios, p+".probability", expProb, "number", "%s.probability must be between 0 and 1; got %s.", p, fmtG(v))
 				}
 				sc.prob, sc.hasProb = *sp.Probability, true
 			}
 		case TypeProviderOutage:
 			if sp.Provider == "" {
-				return bad(CodeInvalidScenarios, p+".provider", "string (a provider of the network)", "missing", "%s.provider is required.", p)
+				return engine.Invalid(CodeInvalidScenarios, p+".provider", "string (a provider of the network)", "missing", "%s.provider is required.", p)
 			}
 			for k, name := range s.providers {
 				if name == sp.Provider {
@@ -403,7 +411,7 @@ func (s *spec) compileScenarios(in *Input, index map[string]int32) *InputError {
 				}
 			}
 			if sc.providerIx < 0 {
-				return bad(CodeInvalidScenarios, p+".provider", "string (a provider of the network)", "string", "no node of the network has provider %q.", sp.Provider)
+				return engine.Invalid(CodeInvalidScenarios, p+".provider", "string (a provider of the network)", "string", "no node of the network has provider %q.", sp.Provider)
 			}
 			sc.fixed = s.providerNodes(sc.providerIx)
 		}

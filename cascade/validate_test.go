@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+
+	"riskapi/engine"
 )
 
 // The request example of the contract, decoded as the HTTP layer decodes it (unknown members
@@ -38,7 +40,7 @@ func TestDecodeSpecExample(t *testing.T) {
 	if e := in.Network.Edges[0]; *e.Weight != 20 || *e.Probability != 1 || *in.Seed != 42 || *in.Simulations != 10000 || *in.Scenarios[0].Count != 1 {
 		t.Errorf("decoded %+v", in)
 	}
-	res, err := Simulate(context.Background(), in, Options{})
+	res, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +126,10 @@ func TestValidationErrors(t *testing.T) {
 	for _, c := range cases {
 		in := base()
 		c.edit(&in)
-		_, err := Simulate(context.Background(), in, Options{})
-		var ie *InputError
+		_, err := Analyze(context.Background(), in)
+		var ie *engine.InputError
 		if !errors.As(err, &ie) {
-			t.Errorf("%s: err = %v, want *InputError", c.name, err)
+			t.Errorf("%s: err = %v, want *engine.InputError", c.name, err)
 			continue
 		}
 		if ie.Code != c.code || ie.Field != c.field || ie.Received != c.received || ie.Expected == "" || ie.Message == "" {
@@ -149,12 +151,12 @@ func TestLimits(t *testing.T) {
 		nodes[i].ID = fmt.Sprint(i)
 	}
 	err := (&Input{Network: Network{Nodes: nodes}}).Validate()
-	if ie := (*InputError)(nil); !errors.As(err, &ie) || ie.Field != "network.nodes" || ie.Code != CodeInvalidNetwork {
+	if ie := (*engine.InputError)(nil); !errors.As(err, &ie) || ie.Field != "network.nodes" || ie.Code != CodeInvalidNetwork {
 		t.Errorf("100,001 nodes: %v", err)
 	}
 	in := Input{Network: Network{Nodes: nodes[:2], Edges: make([]Edge, MaxEdges+1)}}
 	err = in.Validate()
-	if ie := (*InputError)(nil); !errors.As(err, &ie) || ie.Field != "network.edges" {
+	if ie := (*engine.InputError)(nil); !errors.As(err, &ie) || ie.Field != "network.edges" {
 		t.Errorf("1,000,001 edges: %v", err)
 	}
 }

@@ -2,8 +2,11 @@ package convergence
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"slices"
+
+	"riskapi/engine"
 )
 
 // Paths of evidence, in the order their firm sets are preferred when groups merge (the most
@@ -35,11 +38,13 @@ type candidate struct {
 }
 
 // Analyze screens a market for collusion (method: docs/methods/convergence.md). It returns
-// an *InputError when the input cannot be analysed.
-func Analyze(in Input) (Analysis, error) {
-	v, verr := validate(&in)
-	if verr != nil {
-		return Analysis{}, verr
+// an *engine.InputError when the input cannot be analysed (checked once: by Validate, when
+// called first, else here), and ctx's error when ctx ends first: ctx is checked between the
+// stages of the analysis and inside the per-firm and per-pair loops.
+func Analyze(ctx context.Context, in Input) (Analysis, error) {
+	v, err := in.validated()
+	if err != nil {
+		return Analysis{}, err
 	}
 	res := Analysis{
 		MarketID:        in.MarketID,
@@ -49,7 +54,7 @@ func Analyze(in Input) (Analysis, error) {
 		BidsAnalyzed:    v.bidsUsed,
 		MethodVersion:   MethodVersion,
 	}
-	a := &analysis{v: v}
+	a := &analysis{v: v, stop: stopper{ctx: ctx}}
 	if v.obsUsable {
 		a.pn = buildPanel(v)
 		res.ObservationsAnalyzed = len(v.rows)
@@ -70,8 +75,12 @@ func Analyze(in Input) (Analysis, error) {
 	a.bestP = 1
 
 	if v.obsUsable {
-		a.prices = analysePrices(a.pn, v.alpha)
-		a.regimes()
+		if a.prices = analysePrices(a.pn, v.alpha, &a.stop); a.stop.check() {
+			return Analysis{}, a.stop.err
+		}
+		if a.regimes(); a.stop.check() {
+			return Analysis{}, a.stop.err
+		}
 		if hasBasis || v.anyCost {
 			a.welfare = analyseWelfare(v, a.pn, a.alphaPath)
 			a.welfareGroup()
@@ -81,16 +90,22 @@ func Analyze(in Input) (Analysis, error) {
 			for i, key := range v.keys {
 				idx[key] = i
 			}
-			a.division = analyseDivision(v, idx)
+			if a.division = analyseDivision(v, idx, &a.stop); a.stop.check() {
+				return Analysis{}, a.stop.err
+			}
 			a.divisionGroup()
 		}
 		if hasComm {
-			a.comm = analyseCommunication(v, a.pn)
+			if a.comm = analyseCommunication(v, a.pn, &a.stop); a.stop.check() {
+				return Analysis{}, a.stop.err
+			}
 			a.commGroup()
 		}
 	}
 	if hasBids {
-		a.bids = analyseBids(v, a.alphaPath)
+		if a.bids = analyseBids(v, a.alphaPath, &a.stop); a.stop.check() {
+			return Analysis{}, a.stop.err
+		}
 		a.bidGroup()
 	}
 	a.dimensions(&res)
@@ -99,9 +114,26 @@ func Analyze(in Input) (Analysis, error) {
 	return res, nil
 }
 
+// stopper carries Analyze's context into the long loops. The loops call check once per firm,
+// pair or tender (a fraction of a millisecond of work each); after ctx ends, done is true and
+// err is ctx's error, and the loops return whatever they hold, which Analyze discards.
+type stopper struct {
+	ctx context.Context
+	err error
+}
+
+// check reports whether the work should stop.
+func (s *stopper) check() bool {
+	if s.err == nil {
+		s.err = s.ctx.Err()
+	}
+	return s.err != nil
+}
+
 // analysis carries the intermediate results of one Analyze call.
 type analysis struct {
 	v         *input
+	stop      stopper
 	pn        *panel
 	k         float64
 	alphaPath float64
@@ -144,6 +176,9 @@ func (a *analysis) regimes() {
 	a.fits = make([]regimeFit, len(pn.firms))
 	var ps []float64
 	for i := range pn.firms {
+		if a.stop.check() {
+			return
+		}
 		a.fits[i] = fitRegime(&pn.firms[i], i)
 		if a.fits[i].tested {
 			ps = append(ps, a.fits[i].p)
@@ -638,16 +673,7 @@ func (a *analysis) score(res *Analysis) {
 	}
 	res.CollusionDetected = len(res.SuspectedGroups) > 0
 	res.Score = math.Round(s*1000) / 10
-	switch {
-	case res.Score >= 80:
-		res.RiskBand = "low"
-	case res.Score >= 60:
-		res.RiskBand = "moderate"
-	case res.Score >= 40:
-		res.RiskBand = "high"
-	default:
-		res.RiskBand = "critical"
-	}
+	res.RiskBand = engine.RiskBand(res.Score)
 	switch {
 	case res.CollusionDetected:
 		res.RecommendedAction = "investigate"

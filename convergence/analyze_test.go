@@ -1,6 +1,7 @@
 package convergence
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"riskapi/engine"
 )
 
 var t0 = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -38,7 +41,7 @@ func cartelInput() Input {
 
 func TestAnalyzeFindsCartelPeriodAndMembersNotBystanders(t *testing.T) {
 	t.Parallel()
-	a, err := Analyze(cartelInput())
+	a, err := Analyze(context.Background(), cartelInput())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +99,7 @@ func parallelInput() Input {
 func TestAnalyzeParallelPricingFromCommonCostsIsNotCollusion(t *testing.T) {
 	t.Parallel()
 	in := parallelInput()
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +130,7 @@ func TestAnalyzeProfitGainUsesProfitBasisWhenComplete(t *testing.T) {
 	t.Parallel()
 	in := smallMarket()
 	in.Benchmarks = &Benchmarks{CompetitivePrice: f64(9), MonopolyPrice: f64(15), CompetitiveProfit: f64(300), MonopolyProfit: f64(800)}
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,20 +146,20 @@ func TestAnalyzeProfitGainUsesProfitBasisWhenComplete(t *testing.T) {
 	}
 	// One observation without a quantity: the price basis.
 	in.Observations[0].Quantity = nil
-	a, _ = Analyze(in)
+	a, _ = Analyze(context.Background(), in)
 	if *a.Dimensions.ConsumerWelfare.ProfitGainBasis != "price" {
 		t.Errorf("basis %v, want price", *a.Dimensions.ConsumerWelfare.ProfitGainBasis)
 	}
 	// No benchmarks: gain and basis null; without costs the dimension is null.
 	in.Benchmarks = nil
-	a, _ = Analyze(in)
+	a, _ = Analyze(context.Background(), in)
 	if cw := a.Dimensions.ConsumerWelfare; cw.ProfitGain != nil || cw.ProfitGainBasis != nil || cw.Score != 1 || cw.MeanMarkup == nil {
 		t.Errorf("welfare without benchmarks %+v", cw)
 	}
 	for i := range in.Observations {
 		in.Observations[i].Cost = nil
 	}
-	a, _ = Analyze(in)
+	a, _ = Analyze(context.Background(), in)
 	if a.Dimensions.ConsumerWelfare != nil || a.Dimensions.MarketDivision != nil || a.Dimensions.Communication != nil {
 		t.Errorf("dimensions without inputs should be null: %+v", a.Dimensions)
 	}
@@ -165,7 +168,7 @@ func TestAnalyzeProfitGainUsesProfitBasisWhenComplete(t *testing.T) {
 func TestAnalyzeSupraCompetitiveDuopolyIsDetected(t *testing.T) {
 	t.Parallel()
 	in, tr := Generate(ScenarioCollusionFound, 42, GenParams{Periods: 300})
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +189,7 @@ func TestAnalyzeSupraCompetitiveDuopolyIsDetected(t *testing.T) {
 	for i := range in.Observations {
 		in.Observations[i].Price = f64(*in.Benchmarks.CompetitivePrice * (1 + 0.01*math.Sin(float64(i))))
 	}
-	if a, _ := Analyze(in); a.CollusionDetected {
+	if a, _ := Analyze(context.Background(), in); a.CollusionDetected {
 		t.Errorf("competitive prices flagged: %+v", a.SuspectedGroups)
 	}
 }
@@ -234,7 +237,7 @@ func ringInput() Input {
 func TestAnalyzeNamesBidRingAndFlagsItsTenders(t *testing.T) {
 	t.Parallel()
 	in := ringInput()
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +281,7 @@ func TestAnalyzeNamesBidRingAndFlagsItsTenders(t *testing.T) {
 	for i := range in.Bids {
 		in.Bids[i].Date = Period{}
 	}
-	a, _ = Analyze(in)
+	a, _ = Analyze(context.Background(), in)
 	if g := a.SuspectedGroups[0]; g.From != nil || g.To != nil || len(a.FlaggedPeriods) != 0 {
 		t.Errorf("undated ring: from %v to %v flagged %+v", g.From, g.To, a.FlaggedPeriods)
 	}
@@ -309,7 +312,7 @@ func TestAnalyzeLinksMessagesToCoordinatedPriceChanges(t *testing.T) {
 			in.Observations = append(in.Observations, Observation{Firm: f, Period: IntPeriod(int64(t)), Price: f64(p * (1 + 0.002*r.NormFloat64()))})
 		}
 	}
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +330,7 @@ func TestAnalyzeLinksMessagesToCoordinatedPriceChanges(t *testing.T) {
 
 func TestAnalyzeOutputMatchesSpecFieldsAndIsFinite(t *testing.T) {
 	t.Parallel()
-	a, err := Analyze(cartelInput())
+	a, err := Analyze(context.Background(), cartelInput())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,10 +427,10 @@ func TestAnalyzeMessyInputsKeepInvariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for k := 0; k < 300; k++ {
 		in := randomInput(r)
-		a, err := Analyze(in)
+		a, err := Analyze(context.Background(), in)
 		if err != nil {
 			// Gaps can leave fewer than 10 periods only when T is small; nothing else may fail.
-			if ie, ok := err.(*InputError); !ok || ie.Code != CodeInvalidObservations {
+			if ie, ok := err.(*engine.InputError); !ok || ie.Code != CodeInvalidObservations {
 				t.Fatalf("input %d: %v", k, err)
 			}
 			continue
@@ -443,7 +446,7 @@ func TestAnalyzeMessyInputsKeepInvariants(t *testing.T) {
 				t.Fatalf("input %d: groups not sorted by confidence", k)
 			}
 		}
-		b, _ := Analyze(in)
+		b, _ := Analyze(context.Background(), in)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("input %d: Analyze is not deterministic", k)
 		}

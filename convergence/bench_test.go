@@ -1,6 +1,9 @@
 package convergence
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // BenchmarkAnalyze100x1000 analyses a market of 100 firms × 1,000 periods (100,000
 // observations with costs and quantities, benchmarks) in which a cartel forms and breaks
@@ -10,7 +13,7 @@ func BenchmarkAnalyze100x1000(b *testing.B) {
 	in, _ := Generate(ScenarioCartel, 1, GenParams{Firms: 100, Periods: 1000, Messages: 1, PeriodForm: FormDate})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Analyze(in); err != nil {
+		if _, err := Analyze(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -22,7 +25,7 @@ func BenchmarkAnalyze100x1000Competitive(b *testing.B) {
 	in, _ := Generate(ScenarioCompetitive, 1, GenParams{Firms: 100, Periods: 1000, PeriodForm: FormDate})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Analyze(in); err != nil {
+		if _, err := Analyze(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,7 +36,7 @@ func BenchmarkAnalyzeTenders(b *testing.B) {
 	in, _ := Generate(ScenarioBidRigging, 1, GenParams{Tenders: 1000, Firms: 30})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Analyze(in); err != nil {
+		if _, err := Analyze(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -183,13 +183,16 @@ type bidStats struct {
 // another candidate and lost at least one to another candidate (rotation and covers), and
 // whose common tenders — won and covered by candidates — show the pattern themselves
 // (Fisher's combination at alphaB).
-func analyseBids(v *input, alphaB float64) *bidStats {
+func analyseBids(v *input, alphaB float64, stop *stopper) *bidStats {
 	bs := &bidStats{pGroup: 1, rotation: math.NaN()}
 	bs.sc = make([]tenderScreens, len(v.tenders))
 	F := len(v.bidFirms)
 	fisher := make([]float64, F)
 	count := make([]int, F)
 	for j := range v.tenders {
+		if j%256 == 0 && stop.check() {
+			return bs
+		}
 		bs.sc[j] = screens(&v.tenders[j])
 		if bs.sc[j].p <= screenLevel {
 			bs.screenHit++

@@ -1,6 +1,7 @@
 package convergence
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -116,7 +117,7 @@ func TestCompetitiveTendersProduceNoRing(t *testing.T) {
 		}
 		bids = append(bids, bs...)
 	}
-	a, err := Analyze(Input{MarketID: "m", Bids: bids})
+	a, err := Analyze(context.Background(), Input{MarketID: "m", Bids: bids})
 	if err != nil {
 		t.Fatal(err)
 	}

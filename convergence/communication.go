@@ -38,7 +38,7 @@ type commStats struct {
 // its null distribution comes from rotating the message timeline circularly against the
 // prices by every shift s = 0 … T − 1 (a rotation test, which keeps the messages' own
 // clustering): p = #{s : S(s) ≥ S(0)}/T.
-func analyseCommunication(v *input, pn *panel) *commStats {
+func analyseCommunication(v *input, pn *panel, stop *stopper) *commStats {
 	T := pn.T
 	cs := &commStats{p: 1}
 	if T < 2 {
@@ -127,6 +127,9 @@ func analyseCommunication(v *input, pn *panel) *commStats {
 		group := changes[lo:hi]
 		t := group[0].t
 		lo = hi
+		if stop.check() {
+			return cs
+		}
 		if len(group) < 2 {
 			continue
 		}

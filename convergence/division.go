@@ -42,7 +42,7 @@ type divisionStats struct {
 // dividers own a segment (lead it in ≥ 80 % of its periods with ≥ 60 % mean share) and keep
 // ≤ 15 % of the segments they do not own, where they held ≥ 5 % before the window (they
 // competed there). It returns nil when no observation has both a segment and a quantity.
-func analyseDivision(v *input, periodIdx map[int64]int) *divisionStats {
+func analyseDivision(v *input, periodIdx map[int64]int, stop *stopper) *divisionStats {
 	var rows []obsRow
 	for _, r := range v.rows {
 		if r.seg >= 0 && !math.IsNaN(r.qty) {
@@ -113,6 +113,9 @@ func analyseDivision(v *input, periodIdx map[int64]int) *divisionStats {
 		return 0
 	}
 	for k := range cells {
+		if k%64 == 0 && stop.check() {
+			return nil
+		}
 		hm.Add(cells[k].hhi)
 		if k > 0 && cells[k-1].seg == cells[k].seg {
 			a, b := &cells[k-1], &cells[k]

@@ -1,6 +1,7 @@
 package convergence
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -100,7 +101,7 @@ func runEvaluation(t *testing.T, s evalSettings) evalReport {
 				c := cases[i]
 				sc := s.rows[c.row].scenario
 				in, tr := Generate(sc, c.seed, c.params)
-				a, err := Analyze(in)
+				a, err := Analyze(context.Background(), in)
 				if err != nil {
 					errs <- fmt.Errorf("%s seed %d: %w", sc, c.seed, err)
 					continue

@@ -1,6 +1,7 @@
 package convergence
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -40,7 +41,7 @@ func TestGenerateIsDeterministicAndValid(t *testing.T) {
 		if reflect.DeepEqual(a, c) {
 			t.Errorf("%s: different seeds, same output", sc)
 		}
-		if _, err := Analyze(a); err != nil {
+		if _, err := Analyze(context.Background(), a); err != nil {
 			t.Errorf("%s: generated input rejected: %v", sc, err)
 		}
 		raw, _ := json.Marshal(ta)

@@ -11,7 +11,7 @@ import (
 // Period is a period label or a timestamp as given in the request: an integer, or an RFC 3339
 // date ("2026-01-05") or date-time ("2026-01-05T10:00:00Z"). It keeps the JSON text it was
 // given, so output periods (from, to) take the same form as the input's. Decoding accepts any
-// JSON value; Analyze reports values of another form as an *InputError with the field's path.
+// JSON value; Analyze reports values of another form as an *engine.InputError with the field's path.
 // The zero Period is absent (JSON null marshals and unmarshals as the zero Period).
 type Period struct {
 	raw string // JSON text; "" when absent

@@ -1,6 +1,7 @@
 package convergence
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"riskapi/engine"
 )
 
 // The HTTP layer decodes requests with github.com/go-json-experiment/json and
@@ -96,7 +99,7 @@ func TestGroupPeriodsUseTheInputForm(t *testing.T) {
 		d, _ := time.Parse(time.DateOnly, in.Observations[i].Period.String())
 		in.Observations[i].Period = IntPeriod(int64(d.Sub(t0).Hours() / 24))
 	}
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +115,9 @@ func TestGroupPeriodsUseTheInputForm(t *testing.T) {
 	if !ok1 || !ok2 || from < 78 || from > 82 || to < 137 || to > 141 {
 		t.Errorf("from %v to %v, want numbers near 80 and 139", g.From, g.To)
 	}
-	var ie *InputError
+	var ie *engine.InputError
 	in.Observations[3].Period = Period{raw: `"2026-01-05"`}
-	if _, err := Analyze(in); !errors.As(err, &ie) || ie.Field != "observations[3].period" {
+	if _, err := Analyze(context.Background(), in); !errors.As(err, &ie) || ie.Field != "observations[3].period" {
 		t.Errorf("mixed forms: %v", err)
 	}
 	if !slices.Equal(a.SuspectedGroups[0].Firms, []string{"A", "B", "C"}) {

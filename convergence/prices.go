@@ -55,7 +55,7 @@ type priceStats struct {
 
 // analysePrices computes the variance screen, pairwise correlations of cost-adjusted price
 // changes, leader–follower lags and the synchronised change rate.
-func analysePrices(pn *panel, alpha float64) *priceStats {
+func analysePrices(pn *panel, alpha float64, stop *stopper) *priceStats {
 	ps := &priceStats{cv: math.NaN(), meanCorr: math.NaN(), meanCo: math.NaN(), syncRate: math.NaN(), pairOf: map[[2]int]int{}}
 	// Variance screen: coefficient of variation of each firm's cost-adjusted price.
 	var cvs moments
@@ -69,7 +69,7 @@ func analysePrices(pn *panel, alpha float64) *priceStats {
 		ps.cv = cvs.Mean
 	}
 	ps.syncRate = syncRate(pn)
-	ps.pairwise(pn, alpha)
+	ps.pairwise(pn, alpha, stop)
 	return ps
 }
 
@@ -145,7 +145,7 @@ func syncRate(pn *panel) float64 {
 
 // pairwise computes lag-0 and lagged correlations of standardised cost-adjusted price
 // changes for every pair of the (at most maxPairFirms) firms with the most changes.
-func (ps *priceStats) pairwise(pn *panel, alpha float64) {
+func (ps *priceStats) pairwise(pn *panel, alpha float64, stop *stopper) {
 	T := pn.T
 	type cand struct {
 		f  int
@@ -227,6 +227,9 @@ func (ps *priceStats) pairwise(pn *panel, alpha float64) {
 	}
 	var sumC, sumCo float64
 	for i := 0; i < P; i++ {
+		if stop.check() {
+			return
+		}
 		for j := i + 1; j < P; j++ {
 			st := pairStats{i: i, j: j}
 			st.n = common(mask[i], mask[j], 0)

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"riskapi/internal/numeric"
 )
 
 // Regime test settings.
@@ -154,7 +156,7 @@ func smallerScaleP(a, b []float64) float64 {
 		return 1
 	}
 	z := (n1*n2/2 - u) / math.Sqrt(diffInflation*variance)
-	return normalUpper(z)
+	return numeric.NormalUpper(z)
 }
 
 // windowTest is the regime test of a firm on a given window of period indices [from, to]
@@ -205,7 +207,7 @@ func windowTest(s *series, from, to int) (p float64) {
 	}
 	pMean := 0.0
 	if lrv := bartlettLRV(res); lrv > 0 {
-		pMean = normalUpper((mi.Mean - mo.Mean) / math.Sqrt(lrv*(1/mi.N+1/mo.N)))
+		pMean = numeric.NormalUpper((mi.Mean - mo.Mean) / math.Sqrt(lrv*(1/mi.N+1/mo.N)))
 	}
 	return math.Max(pMean, smallerScaleP(dIn, dOut))
 }

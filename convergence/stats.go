@@ -12,30 +12,8 @@ import (
 // moments accumulates count, mean and variance (Welford; shared with the other engines).
 type moments = numeric.Moments
 
-// normalUpper is P(Z > z) for a standard normal Z.
-func normalUpper(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
-
 // normalQuantileUpper is the z with P(Z > z) = p.
 func normalQuantileUpper(p float64) float64 { return -mathext.NormalQuantile(p) }
-
-// studentTUpper is P(T > t) for Student's t with df degrees of freedom, through the
-// regularised incomplete beta function.
-func studentTUpper(t, df float64) float64 {
-	switch {
-	case math.IsNaN(t) || !(df > 0):
-		return 1
-	case math.IsInf(t, 1):
-		return 0
-	case math.IsInf(t, -1):
-		return 1
-	}
-	x := df / (df + t*t)
-	p := 0.5 * mathext.RegIncBeta(df/2, 0.5, x)
-	if t > 0 {
-		return p
-	}
-	return 1 - p
-}
 
 // fUpper is P(F > f) for an F(d1, d2) variable.
 func fUpper(f, d1, d2 float64) float64 {
@@ -109,7 +87,7 @@ func batchMeanUpper(x []float64, mu0 float64) (mean, se, p float64) {
 	se = math.Sqrt(bm.Variance() / float64(b))
 	switch {
 	case se > 0:
-		p = studentTUpper((mean-mu0)/se, float64(b-1))
+		p = numeric.StudentTUpper((mean-mu0)/se, float64(b-1))
 	case mean > mu0:
 		p = 0
 	default:
@@ -124,7 +102,7 @@ func tQuantileUpper(p, df float64) float64 {
 	lo, hi := -1e3, 1e3
 	for range 60 {
 		mid := (lo + hi) / 2
-		if studentTUpper(mid, df) > p {
+		if numeric.StudentTUpper(mid, df) > p {
 			lo = mid
 		} else {
 			hi = mid

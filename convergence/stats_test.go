@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"riskapi/internal/numeric"
 )
 
 func TestKuiperTailKnownValues(t *testing.T) {
@@ -45,7 +47,7 @@ func TestMedianMatchesSorting(t *testing.T) {
 
 func TestTailFunctions(t *testing.T) {
 	t.Parallel()
-	if p := studentTUpper(2.0, 10); math.Abs(p-0.036694) > 1e-5 {
+	if p := numeric.StudentTUpper(2.0, 10); math.Abs(p-0.036694) > 1e-5 {
 		t.Errorf("t tail %v", p)
 	}
 	// Reference: numerical integration of the F(5, 20) density beyond 3.

@@ -5,7 +5,7 @@
 // pricing agents in the Calvano et al. 2020 market) for tests and test mode.
 package convergence
 
-import "fmt"
+import "riskapi/engine"
 
 // MethodVersion identifies the method documented in docs/methods/convergence.md.
 const MethodVersion = "convergence/1"
@@ -57,26 +57,12 @@ type Input struct {
 	Benchmarks     *Benchmarks     `json:"benchmarks,omitempty"`
 	// Sensitivity is the false-alarm level in (0, 0.2]; nil means DefaultSensitivity.
 	Sensitivity *float64 `json:"sensitivity,omitempty"`
+
+	// checked is what Validate built, so that Analyze does not check the input twice.
+	checked engine.Compiled[input]
 }
 
-// InputError reports an Input that Analyze cannot analyse. Code is the spec's error code
-// (INVALID_ + the upper-cased top-level field), Field the JSON path of the offending value
-// (for example "observations[3].price"), Expected the expected JSON type with its
-// constraint, Received the JSON type received ("number", "string", …, or "missing"), and
-// Message a sentence for people.
-type InputError struct {
-	Code     string
-	Field    string
-	Expected string
-	Received string
-	Message  string
-}
-
-func (e *InputError) Error() string {
-	return fmt.Sprintf("convergence: %s: %s", e.Code, e.Message)
-}
-
-// Error codes returned in InputError.Code.
+// Error codes of the *engine.InputError values Analyze returns.
 const (
 	CodeInvalidMarketID       = "INVALID_MARKET_ID"
 	CodeInvalidObservations   = "INVALID_OBSERVATIONS"

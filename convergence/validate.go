@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"riskapi/engine"
 )
 
 // Minimum input sizes of the spec.
@@ -80,10 +82,6 @@ type input struct {
 	firmsTotal int
 }
 
-func invalid(code, field, expected, received, format string, args ...any) *InputError {
-	return &InputError{Code: code, Field: field, Expected: expected, Received: received, Message: fmt.Sprintf(format, args...)}
-}
-
 func numKind(p *float64) string {
 	if p == nil {
 		return "missing"
@@ -93,28 +91,20 @@ func numKind(p *float64) string {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-func validMarketID(s string) bool {
-	if len(s) < 1 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
+// MarketIDExpected is the contract's rule for market_id, as errors state it.
+const MarketIDExpected = "string (1-128 chars of [A-Za-z0-9._:-])"
+
+// ValidMarketID reports whether id is a valid market_id: 1–128 characters of [A-Za-z0-9._:-].
+func ValidMarketID(id string) bool { return engine.ValidIdentifier(id, "") }
 
 func okName(s string) bool { return s != "" && len(s) <= maxNameLen }
 
-func checkName(code, field, s string) *InputError {
+func checkName(code, field, s string) *engine.InputError {
 	if s == "" {
-		return invalid(code, field, "string (1-128 chars)", "missing", "%s is required.", field)
+		return engine.Invalid(code, field, "string (1-128 chars)", "missing", "%s is required.", field)
 	}
 	if len(s) > maxNameLen {
-		return invalid(code, field, "string (1-128 chars)", "string", "%s must be at most 128 characters long.", field)
+		return engine.Invalid(code, field, "string (1-128 chars)", "string", "%s must be at most 128 characters long.", field)
 	}
 	return nil
 }
@@ -130,15 +120,15 @@ func formName(f periodForm) string {
 }
 
 // validate checks the input in document order and indexes it. The first failure is
-// returned as an *InputError.
-func validate(in *Input) (*input, *InputError) {
+// returned as an *engine.InputError.
+func validate(in *Input) (*input, *engine.InputError) {
 	v := &input{}
-	if !validMarketID(in.MarketID) {
+	if !ValidMarketID(in.MarketID) {
 		rec := "string"
 		if in.MarketID == "" {
 			rec = "missing"
 		}
-		return nil, invalid(CodeInvalidMarketID, "market_id", "string (1-128 chars of [A-Za-z0-9._:-])", rec,
+		return nil, engine.Invalid(CodeInvalidMarketID, "market_id", MarketIDExpected, rec,
 			"market_id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'.")
 	}
 	if err := v.indexObservations(in.Observations); err != nil {
@@ -159,7 +149,7 @@ func validate(in *Input) (*input, *InputError) {
 	v.alpha = DefaultSensitivity
 	if s := in.Sensitivity; s != nil {
 		if !(*s > 0 && *s <= 0.2) {
-			return nil, invalid(CodeInvalidSensitivity, "sensitivity", "number (0-0.2, exclusive of 0)", "number",
+			return nil, engine.Invalid(CodeInvalidSensitivity, "sensitivity", "number (0-0.2, exclusive of 0)", "number",
 				"sensitivity must be greater than 0 and at most 0.2.")
 		}
 		v.alpha = *s
@@ -169,14 +159,14 @@ func validate(in *Input) (*input, *InputError) {
 	bidsUsable := len(v.tenders) >= minTenders
 	if !v.obsUsable && !bidsUsable {
 		if len(in.Observations) == 0 && len(in.Bids) > 0 {
-			return nil, invalid(CodeInvalidBids, "bids", fmt.Sprintf("array (bids on at least %d tenders with at least %d bids each)", minTenders, minBidsPerTender), "array",
+			return nil, engine.Invalid(CodeInvalidBids, "bids", fmt.Sprintf("array (bids on at least %d tenders with at least %d bids each)", minTenders, minBidsPerTender), "array",
 				"bids must cover at least %d tenders with at least %d bids each (found %d such tenders).", minTenders, minBidsPerTender, len(v.tenders))
 		}
 		rec := "array"
 		if len(in.Observations) == 0 {
 			rec = "missing"
 		}
-		return nil, invalid(CodeInvalidObservations, "observations",
+		return nil, engine.Invalid(CodeInvalidObservations, "observations",
 			fmt.Sprintf("array (observations of at least %d firms in at least %d periods, or bids on at least %d tenders with at least %d bids each)", minFirms, minPeriods, minTenders, minBidsPerTender), rec,
 			"observations must cover at least %d firms and %d periods (found %d firms and %d periods), or bids must cover at least %d tenders with at least %d bids each.",
 			minFirms, minPeriods, len(v.firms), len(v.periods), minTenders, minBidsPerTender)
@@ -201,7 +191,7 @@ type obsKey struct {
 	key  int64
 }
 
-func (v *input) indexObservations(obs []Observation) *InputError {
+func (v *input) indexObservations(obs []Observation) *engine.InputError {
 	firmIdx := map[string]int32{}
 	segIdx := map[string]int32{}
 	type parsed struct {
@@ -214,13 +204,13 @@ func (v *input) indexObservations(obs []Observation) *InputError {
 	v.allCost, v.allQty = len(obs) > 0, len(obs) > 0
 	for i := range obs {
 		o := &obs[i]
-		fail := func(field, expected, received, format string, args ...any) *InputError {
+		fail := func(field, expected, received, format string, args ...any) *engine.InputError {
 			// A repeated observation earlier in the document is the first failure.
 			if err := v.firstDuplicate(obs, i); err != nil {
 				return err
 			}
 			path := "observations[" + strconv.Itoa(i) + "]"
-			return invalid(CodeInvalidObservations, path+field, expected, received, path+format, args...)
+			return engine.Invalid(CodeInvalidObservations, path+field, expected, received, path+format, args...)
 		}
 		if o.Firm == "" {
 			return fail(".firm", "string (1-128 chars)", "missing", ".firm is required.")
@@ -341,7 +331,7 @@ func cmpKeySeg(a, b obsRow) int {
 
 // firstDuplicate reports the first observation before row end (in document order) that
 // repeats an earlier one's firm, period and segment; rows before end are valid.
-func (v *input) firstDuplicate(obs []Observation, end int) *InputError {
+func (v *input) firstDuplicate(obs []Observation, end int) *engine.InputError {
 	seen := make(map[obsKey]struct{}, end)
 	for _, r := range v.rows[:end] {
 		k := obsKey{r.firm, r.seg, r.key}
@@ -353,17 +343,17 @@ func (v *input) firstDuplicate(obs []Observation, end int) *InputError {
 	return nil
 }
 
-func duplicateError(obs []Observation, i int) *InputError {
+func duplicateError(obs []Observation, i int) *engine.InputError {
 	path := "observations[" + strconv.Itoa(i) + "]"
 	what := "period"
 	if obs[i].Segment != "" {
 		what = "period and segment"
 	}
-	return invalid(CodeInvalidObservations, path, "object (one observation per firm and "+what+")", "object",
+	return engine.Invalid(CodeInvalidObservations, path, "object (one observation per firm and "+what+")", "object",
 		"%s repeats the observation of firm %q for this %s.", path, obs[i].Firm, what)
 }
 
-func (v *input) indexBids(bids []Bid) *InputError {
+func (v *input) indexBids(bids []Bid) *engine.InputError {
 	firmIdx := map[string]int32{}
 	tenderIdx := map[string]int32{}
 	type tkey struct{ t, f int32 }
@@ -381,9 +371,9 @@ func (v *input) indexBids(bids []Bid) *InputError {
 				return err
 			}
 			if b.Amount == nil || !finite(*b.Amount) || *b.Amount <= 0 {
-				return invalid(CodeInvalidBids, path+".amount", "number (> 0)", numKind(b.Amount), "%s.amount must be a number greater than 0.", path)
+				return engine.Invalid(CodeInvalidBids, path+".amount", "number (> 0)", numKind(b.Amount), "%s.amount must be a number greater than 0.", path)
 			}
-			return invalid(CodeInvalidBids, path+".won", "boolean", "missing", "%s.won is required.", path)
+			return engine.Invalid(CodeInvalidBids, path+".won", "boolean", "missing", "%s.won is required.", path)
 		}
 		var dkey int64
 		dated := !b.Date.IsZero()
@@ -391,13 +381,13 @@ func (v *input) indexBids(bids []Bid) *InputError {
 			f, k := b.Date.parse()
 			if f == formInvalid {
 				path := "bids[" + strconv.Itoa(i) + "]"
-				return invalid(CodeInvalidBids, path+".date", periodExpectation, b.Date.jsonKind(), "%s.date must be an integer or an RFC 3339 date or date-time.", path)
+				return engine.Invalid(CodeInvalidBids, path+".date", periodExpectation, b.Date.jsonKind(), "%s.date must be an integer or an RFC 3339 date or date-time.", path)
 			}
 			if form == formInvalid {
 				form = f
 			} else if f != form {
 				path := "bids[" + strconv.Itoa(i) + "]"
-				return invalid(CodeInvalidBids, path+".date", formName(form)+" (the form of the other dates)", b.Date.jsonKind(),
+				return engine.Invalid(CodeInvalidBids, path+".date", formName(form)+" (the form of the other dates)", b.Date.jsonKind(),
 					"%s.date must have the same form as the other bids' dates.", path)
 			}
 			dkey = k
@@ -416,7 +406,7 @@ func (v *input) indexBids(bids []Bid) *InputError {
 		}
 		if _, dup := seen[tkey{t, f}]; dup {
 			path := "bids[" + strconv.Itoa(i) + "]"
-			return invalid(CodeInvalidBids, path+".firm", "string (one bid per firm and tender)", "string",
+			return engine.Invalid(CodeInvalidBids, path+".firm", "string (one bid per firm and tender)", "string",
 				"%s.firm: firm %q already bid in tender %q.", path, b.Firm, b.Tender)
 		}
 		seen[tkey{t, f}] = struct{}{}
@@ -435,7 +425,7 @@ func (v *input) indexBids(bids []Bid) *InputError {
 	return nil
 }
 
-func (v *input) indexMessages(msgs []Communication) *InputError {
+func (v *input) indexMessages(msgs []Communication) *engine.InputError {
 	v.msgs = make([]message, 0, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
@@ -452,11 +442,11 @@ func (v *input) indexMessages(msgs []Communication) *InputError {
 			return err
 		}
 		if f == formInvalid {
-			return invalid(CodeInvalidCommunications, path+".timestamp", periodExpectation, m.Timestamp.jsonKind(),
+			return engine.Invalid(CodeInvalidCommunications, path+".timestamp", periodExpectation, m.Timestamp.jsonKind(),
 				"%s.timestamp must be an integer or an RFC 3339 date or date-time.", path)
 		}
 		if v.form != formInvalid && f != v.form {
-			return invalid(CodeInvalidCommunications, path+".timestamp", formName(v.form)+" (the form of the observations' periods)", m.Timestamp.jsonKind(),
+			return engine.Invalid(CodeInvalidCommunications, path+".timestamp", formName(v.form)+" (the form of the observations' periods)", m.Timestamp.jsonKind(),
 				"%s.timestamp must have the same form as the observations' periods.", path)
 		}
 		v.msgs = append(v.msgs, message{from: m.From, to: m.To, key: k})
@@ -464,7 +454,7 @@ func (v *input) indexMessages(msgs []Communication) *InputError {
 	return nil
 }
 
-func checkBenchmarks(b *Benchmarks) *InputError {
+func checkBenchmarks(b *Benchmarks) *engine.InputError {
 	type field struct {
 		name  string
 		v     *float64
@@ -478,18 +468,18 @@ func checkBenchmarks(b *Benchmarks) *InputError {
 		}
 		path := "benchmarks." + f.name
 		if f.price && (!finite(*f.v) || *f.v <= 0) {
-			return invalid(CodeInvalidBenchmarks, path, "number (> 0)", "number", "%s must be a number greater than 0.", path)
+			return engine.Invalid(CodeInvalidBenchmarks, path, "number (> 0)", "number", "%s must be a number greater than 0.", path)
 		}
 		if !f.price && (!finite(*f.v) || *f.v < 0) {
-			return invalid(CodeInvalidBenchmarks, path, "number (>= 0)", "number", "%s must be a number of at least 0.", path)
+			return engine.Invalid(CodeInvalidBenchmarks, path, "number (>= 0)", "number", "%s must be a number of at least 0.", path)
 		}
 	}
 	if b.CompetitivePrice != nil && b.MonopolyPrice != nil && *b.MonopolyPrice <= *b.CompetitivePrice {
-		return invalid(CodeInvalidBenchmarks, "benchmarks.monopoly_price", "number (> competitive_price)", "number",
+		return engine.Invalid(CodeInvalidBenchmarks, "benchmarks.monopoly_price", "number (> competitive_price)", "number",
 			"benchmarks.monopoly_price must be greater than benchmarks.competitive_price.")
 	}
 	if b.CompetitiveProfit != nil && b.MonopolyProfit != nil && *b.MonopolyProfit <= *b.CompetitiveProfit {
-		return invalid(CodeInvalidBenchmarks, "benchmarks.monopoly_profit", "number (> competitive_profit)", "number",
+		return engine.Invalid(CodeInvalidBenchmarks, "benchmarks.monopoly_profit", "number (> competitive_profit)", "number",
 			"benchmarks.monopoly_profit must be greater than benchmarks.competitive_profit.")
 	}
 	return nil

@@ -1,9 +1,12 @@
 package convergence
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"riskapi/engine"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -97,10 +100,10 @@ func TestAnalyzeRejectsBadInputWithSpecCodesAndPaths(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := smallMarket()
 			c.edit(&in)
-			_, err := Analyze(in)
-			var ie *InputError
+			_, err := Analyze(context.Background(), in)
+			var ie *engine.InputError
 			if !errors.As(err, &ie) {
-				t.Fatalf("want *InputError, got %v", err)
+				t.Fatalf("want *engine.InputError, got %v", err)
 			}
 			if ie.Code != c.code || ie.Field != c.field || ie.Received != c.received {
 				t.Fatalf("got code %s field %s received %s (%s), want %s %s %s", ie.Code, ie.Field, ie.Received, ie.Message, c.code, c.field, c.received)
@@ -119,7 +122,7 @@ func TestAnalyzeAcceptsEitherUsableInput(t *testing.T) {
 	t.Parallel()
 	in := smallMarket()
 	in.Bids = tenders5()[:12] // too few tenders: ignored, the observations are usable
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +130,7 @@ func TestAnalyzeAcceptsEitherUsableInput(t *testing.T) {
 		t.Errorf("bid dimension %v, bids %d, firms %d, observations %d", a.Dimensions.BidPatterns, a.BidsAnalyzed, a.FirmsAnalyzed, a.ObservationsAnalyzed)
 	}
 	bids := append(tenders5(), Bid{Tender: "tiny", Firm: "X", Amount: f64(5), Won: bptr(true)})
-	b, err := Analyze(Input{MarketID: "m", Bids: bids, Observations: smallMarket().Observations[:3]})
+	b, err := Analyze(context.Background(), Input{MarketID: "m", Bids: bids, Observations: smallMarket().Observations[:3]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,11 @@ package drift
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"slices"
-	"strconv"
+
+	"riskapi/engine"
 )
 
 // instrWeight is the share of each party's level given to the instruction path when that
@@ -50,19 +52,19 @@ type prepared struct {
 // reports the detected shadow principals; when there are none, the top-level change point
 // is the strongest significant change in the agent's behaviour, if any
 // (method: docs/methods/drift.md).
-// It returns an *InputError when the input cannot be analysed.
-func Analyze(in Input) (Analysis, error) {
-	alpha := in.Sensitivity
-	if alpha == 0 {
-		alpha = DefaultSensitivity
+// It validates the input first (the events only unless Validate already checked them) and
+// returns an *engine.InputError when the input cannot be analysed, and ctx's error once ctx
+// ends: ctx is checked between the stages of the analysis, each a few tens of
+// milliseconds at 100,000 events.
+func Analyze(ctx context.Context, in Input) (Analysis, error) {
+	if err := in.validateForAnalysis(); err != nil {
+		return Analysis{}, err
 	}
-	if !(alpha > 0 && alpha <= 0.2) {
-		return Analysis{}, &InputError{Field: "sensitivity", Reason: "must be in (0, 0.2]"}
+	alpha := DefaultSensitivity
+	if in.Sensitivity != nil {
+		alpha = *in.Sensitivity
 	}
 	n := len(in.Events)
-	if n < 2 {
-		return Analysis{}, &InputError{Field: "events", Reason: "at least 2 events are needed"}
-	}
 	// Analyze never modifies the events: they are read in place when already in time
 	// order, else from a stably sorted copy.
 	ev := in.Events
@@ -71,38 +73,30 @@ func Analyze(in Input) (Analysis, error) {
 	}
 
 	nb := n * 3 / 10
-	switch {
-	case in.Baseline.Until != nil && in.Baseline.Fraction != nil:
-		return Analysis{}, &InputError{Field: "baseline", Reason: "give until or fraction, not both"}
-	case in.Baseline.Until != nil:
-		u := *in.Baseline.Until
+	if b := in.Baseline; b != nil && b.Until != nil {
 		nb = 0
-		for nb < n && ev[nb].Timestamp.Before(u) {
+		for nb < n && ev[nb].Timestamp.Before(*b.Until) {
 			nb++
 		}
-	case in.Baseline.Fraction != nil:
-		f := *in.Baseline.Fraction
-		if !(f >= 0.05 && f <= 0.9) {
-			return Analysis{}, &InputError{Field: "baseline.fraction", Reason: "must be in [0.05, 0.9]"}
-		}
-		nb = int(math.Floor(f * float64(n)))
+	} else if b != nil && b.Fraction != nil {
+		nb = int(math.Floor(*b.Fraction * float64(n)))
 	}
 	if nb < 1 || nb > n-1 {
-		return Analysis{}, &InputError{Field: "baseline", Reason: "baseline and monitoring must each hold at least one event"}
+		return Analysis{}, engine.Invalid("", "baseline", "object (a baseline that leaves both parts non-empty)", "object",
+			"baseline leaves %d of the %d events in the baseline; both the baseline and the monitoring part need events.", nb, n)
 	}
-	for i := range in.Events {
-		e := &in.Events[i]
-		if (e.PrincipalValue != nil && !finite(*e.PrincipalValue)) || (e.BestAlternativeValue != nil && !finite(*e.BestAlternativeValue)) {
-			return Analysis{}, &InputError{Field: "events[" + strconv.Itoa(i) + "]", Reason: "principal_value and best_alternative_value must be finite"}
-		}
-		for j, b := range e.Beneficiaries {
-			if b.Value < 0 || math.IsNaN(b.Value) || math.IsInf(b.Value, 0) {
-				return Analysis{}, &InputError{Field: "events[" + strconv.Itoa(i) + "].beneficiaries[" + strconv.Itoa(j) + "].value", Reason: "must be a finite number ≥ 0"}
-			}
-		}
+	if err := ctx.Err(); err != nil {
+		return Analysis{}, err
 	}
 
-	p := prepare(ev, nb, in.PrincipalID)
+	principal := ""
+	if in.PrincipalID != nil {
+		principal = *in.PrincipalID
+	}
+	p := prepare(ev, nb, principal)
+	if err := ctx.Err(); err != nil {
+		return Analysis{}, err
+	}
 	res := Analysis{
 		AgentID:          in.AgentID,
 		ShadowPrincipals: []ShadowPrincipal{},
@@ -113,12 +107,15 @@ func Analyze(in Input) (Analysis, error) {
 			Monitoring: Span{From: ev[nb].Timestamp, To: ev[n-1].Timestamp, Events: n - nb},
 		},
 	}
-	if in.PrincipalID != "" {
-		id := in.PrincipalID
+	if in.PrincipalID != nil {
+		id := *in.PrincipalID
 		res.PrincipalID = &id
 	}
 
 	tests := p.testParties(alpha)
+	if err := ctx.Err(); err != nil {
+		return Analysis{}, err
+	}
 	pv := make([]float64, len(tests))
 	for i, t := range tests {
 		pv[i] = t.p
@@ -139,6 +136,9 @@ func Analyze(in Input) (Analysis, error) {
 		return cmp.Compare(a.Party, b.Party)
 	})
 	res.ShadowPrincipalDetected = len(res.ShadowPrincipals) > 0
+	if err := ctx.Err(); err != nil {
+		return Analysis{}, err
+	}
 
 	res.Dimensions = p.dimensions()
 	if len(p.names) > 0 {
@@ -152,6 +152,9 @@ func Analyze(in Input) (Analysis, error) {
 			idx, at := sp.ChangePointIndex, *sp.ChangePointAt
 			res.ChangePoint = ChangePoint{Detected: true, At: &at, EventIndex: &idx}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Analysis{}, err
 	}
 	if !res.ShadowPrincipalDetected {
 		// No shadow principal: the strongest significant change in the agent's behaviour.
@@ -536,16 +539,13 @@ func score(a *Analysis, minAdj float64) {
 		a.Confidence = minAdj
 	}
 	a.Score = math.Round(a.Score*10) / 10
-	switch {
-	case a.Score >= 80:
-		a.RiskBand, a.RecommendedAction = "low", "none"
-	case a.Score >= 60:
-		a.RiskBand, a.RecommendedAction = "moderate", "monitor"
-	case a.Score >= 40:
-		a.RiskBand, a.RecommendedAction = "high", "review"
-	default:
-		a.RiskBand, a.RecommendedAction = "critical", "contain"
-	}
+	a.RiskBand = engine.RiskBand(a.Score)
+	a.RecommendedAction = recommendedActions[a.RiskBand]
+}
+
+// recommendedActions is what each risk band asks of the agent's operator.
+var recommendedActions = map[string]string{
+	engine.BandLow: "none", engine.BandModerate: "monitor", engine.BandHigh: "review", engine.BandCritical: "contain",
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

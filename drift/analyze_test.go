@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -11,9 +12,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"riskapi/engine"
 )
 
 func f64(v float64) *float64 { return &v }
+
+func ptr[T any](v T) *T { return &v }
 
 var t0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
@@ -45,13 +50,13 @@ func steeringInput() Input {
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	r.Shuffle(len(ev), func(i, j int) { ev[i], ev[j] = ev[j], ev[i] })
-	return Input{AgentID: "agent_1", PrincipalID: "user_1", Events: ev}
+	return Input{AgentID: "agent_1", PrincipalID: ptr("user_1"), Events: ev}
 }
 
 func TestAnalyzeSteeringMatchesSpecDefinitions(t *testing.T) {
 	t.Parallel()
 	in := steeringInput()
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +162,7 @@ func TestAnalyzeBetterVendorIsNotShadow(t *testing.T) {
 			e.PrincipalValue = f64(99)
 		}
 	}
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +194,7 @@ func TestAnalyzeInstructionFollowing(t *testing.T) {
 		}
 		ev = append(ev, e)
 	}
-	a, err := Analyze(Input{AgentID: "a", PrincipalID: "user_1", Events: ev})
+	a, err := Analyze(context.Background(), Input{AgentID: "a", PrincipalID: ptr("user_1"), Events: ev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,14 +216,14 @@ func TestAnalyzeInstructionFollowing(t *testing.T) {
 func TestAnalyzeBaselineOptions(t *testing.T) {
 	t.Parallel()
 	in := steeringInput()
-	in.Baseline = Baseline{Fraction: f64(0.2)}
-	a, err := Analyze(in)
+	in.Baseline = &Baseline{Fraction: f64(0.2)}
+	a, err := Analyze(context.Background(), in)
 	if err != nil || a.Window.Baseline.Events != 60 {
 		t.Fatalf("fraction 0.2: %v, baseline %d events, want 60", err, a.Window.Baseline.Events)
 	}
 	until := t0.Add(100 * time.Minute)
-	in.Baseline = Baseline{Until: &until}
-	a, err = Analyze(in)
+	in.Baseline = &Baseline{Until: &until}
+	a, err = Analyze(context.Background(), in)
 	if err != nil || a.Window.Baseline.Events != 100 || !a.Window.Baseline.To.Equal(t0.Add(99*time.Minute)) {
 		t.Fatalf("until: %v, baseline %+v, want 100 events before until", err, a.Window.Baseline)
 	}
@@ -229,11 +234,11 @@ func TestAnalyzeRejectsInvalidInput(t *testing.T) {
 	ok := steeringInput()
 	early := t0.Add(-time.Hour)
 	cases := map[string]func(*Input){
-		"sensitivity too high":  func(in *Input) { in.Sensitivity = 0.3 },
-		"negative sensitivity":  func(in *Input) { in.Sensitivity = -0.1 },
-		"fraction out of range": func(in *Input) { in.Baseline.Fraction = f64(0.95) },
-		"until and fraction":    func(in *Input) { in.Baseline.Fraction = f64(0.5); in.Baseline.Until = &early },
-		"empty baseline":        func(in *Input) { in.Baseline.Until = &early },
+		"sensitivity too high":  func(in *Input) { in.Sensitivity = f64(0.3) },
+		"negative sensitivity":  func(in *Input) { in.Sensitivity = f64(-0.1) },
+		"fraction out of range": func(in *Input) { in.Baseline = &Baseline{Fraction: f64(0.95)} },
+		"until and fraction":    func(in *Input) { in.Baseline = &Baseline{Fraction: f64(0.5), Until: &early} },
+		"empty baseline":        func(in *Input) { in.Baseline = &Baseline{Until: &early} },
 		"one event":             func(in *Input) { in.Events = in.Events[:1] },
 		"negative value": func(in *Input) {
 			in.Events = slices.Clone(in.Events)
@@ -247,10 +252,10 @@ func TestAnalyzeRejectsInvalidInput(t *testing.T) {
 	for name, mutate := range cases {
 		in := ok
 		mutate(&in)
-		_, err := Analyze(in)
-		var ie *InputError
+		_, err := Analyze(context.Background(), in)
+		var ie *engine.InputError
 		if !errors.As(err, &ie) {
-			t.Errorf("%s: err = %v, want *InputError", name, err)
+			t.Errorf("%s: err = %v, want *engine.InputError", name, err)
 		}
 	}
 }
@@ -305,11 +310,11 @@ func TestAnalyzeSumsRepeatedBeneficiary(t *testing.T) {
 		b := e.Beneficiaries[0]
 		e.Beneficiaries = append([]Beneficiary{{Party: b.Party, Value: b.Value / 2}, {Party: b.Party, Value: b.Value / 2}}, e.Beneficiaries[1:]...)
 	}
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := Analyze(steeringInput())
+	want, _ := Analyze(context.Background(), steeringInput())
 	if mustJSON(t, a) != mustJSON(t, want) {
 		t.Fatalf("split beneficiary changed the analysis:\n%s\n%s", mustJSON(t, a), mustJSON(t, want))
 	}
@@ -335,7 +340,7 @@ func TestAnalyzeFallingPrincipalValueIsHarm(t *testing.T) {
 			e.BestAlternativeValue = f64(100 - 30 - (regret - 30))
 		}
 	}
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +355,7 @@ func TestAnalyzeFallingPrincipalValueIsHarm(t *testing.T) {
 func TestAnalyzeChangePointWithoutShadow(t *testing.T) {
 	t.Parallel()
 	in, tr := Generate(ScenarioLegitimateShift, 11, GenParams{Events: 2000, Onset: 0.5})
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +374,7 @@ func TestAnalyzeChangePointWithoutShadow(t *testing.T) {
 	}
 
 	in, _ = Generate(ScenarioAligned, 11, GenParams{Events: 2000})
-	if a, err = Analyze(in); err != nil {
+	if a, err = Analyze(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
 	if a.ShadowPrincipalDetected || a.ChangePoint.Detected || a.ChangePoint.At != nil || a.ChangePoint.EventIndex != nil {
@@ -389,8 +394,8 @@ func TestChangePointWithoutShadowKeepsItsLevel(t *testing.T) {
 	found := 0
 	for s := int64(0); s < agents; s++ {
 		in, _ := Generate(ScenarioAligned, 70_000+s, GenParams{Events: 600})
-		in.Sensitivity = 0.05
-		a, err := Analyze(in)
+		in.Sensitivity = f64(0.05)
+		a, err := Analyze(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +418,7 @@ func TestShareScanIsCalibratedUnderNoChange(t *testing.T) {
 	tested := 0
 	for s := int64(0); s < 300; s++ {
 		in, _ := Generate(ScenarioAligned, 80_000+s, GenParams{Events: 800})
-		p := prepare(in.Events, 240, in.PrincipalID)
+		p := prepare(in.Events, 240, *in.PrincipalID)
 		for _, pt := range p.testParties(0.01) {
 			tested++
 			for i, c := range cuts {
@@ -440,7 +445,7 @@ func TestAnalyzeLargeShiftsAreNotShadow(t *testing.T) {
 	for s := int64(777); s < 780; s++ {
 		for _, sc := range []string{ScenarioLegitimateShift, ScenarioNeutralShift} {
 			in, _ := Generate(sc, s, GenParams{Events: 30_000})
-			a, err := Analyze(in)
+			a, err := Analyze(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -461,8 +466,8 @@ func TestFamilyWiseFalseAlarmLevel(t *testing.T) {
 		flagged := 0
 		for s := int64(60_000); s < 60_000+agents; s++ {
 			in, _ := Generate(sc, s, GenParams{Events: 800})
-			in.Sensitivity = alpha
-			a, err := Analyze(in)
+			in.Sensitivity = f64(alpha)
+			a, err := Analyze(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}

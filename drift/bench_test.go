@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -12,7 +13,7 @@ func BenchmarkAnalyze100k(b *testing.B) {
 	in, _ := Generate(ScenarioShadow, 1, GenParams{Events: 100_000, Onset: 0.5, Ramp: 0.1, ShareGain: 0.2, RegretFrac: 0.1})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Analyze(in); err != nil {
+		if _, err := Analyze(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -24,7 +25,7 @@ func BenchmarkAnalyze100kAligned(b *testing.B) {
 	in, _ := Generate(ScenarioAligned, 1, GenParams{Events: 100_000})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Analyze(in); err != nil {
+		if _, err := Analyze(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -39,7 +40,7 @@ func BenchmarkAnalyze100kShuffled(b *testing.B) {
 	r.Shuffle(len(in.Events), func(i, j int) { in.Events[i], in.Events[j] = in.Events[j], in.Events[i] })
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Analyze(in); err != nil {
+		if _, err := Analyze(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
 	}

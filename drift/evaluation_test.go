@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -112,7 +113,7 @@ func runEvaluation(t *testing.T, s evalSettings) evalReport {
 			for i := range next {
 				c := cases[i]
 				in, tr := Generate(c.scenario, c.seed, c.params)
-				a, err := Analyze(in)
+				a, err := Analyze(context.Background(), in)
 				if err != nil {
 					errs <- fmt.Errorf("%s seed %d: %w", c.scenario, c.seed, err)
 					continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -33,14 +34,7 @@ func Scenarios() []string {
 }
 
 // IsScenario reports whether Generate accepts the scenario.
-func IsScenario(s string) bool {
-	for _, v := range Scenarios() {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
+func IsScenario(s string) bool { return slices.Contains(Scenarios(), s) }
 
 // GenParams tunes Generate. Zero fields take the defaults given; a field drawn at
 // random is drawn from the seed's stream, so the output stays a function of the seed.
@@ -115,7 +109,7 @@ func Generate(scenario string, seed int64, gp GenParams) (Input, Truth) {
 		instrShare = 0.15
 	}
 	principal := fmt.Sprintf("user_%d", 1+r.IntN(999))
-	in := Input{AgentID: fmt.Sprintf("agent_%s_%d", scenario, seed), PrincipalID: principal}
+	in := Input{AgentID: fmt.Sprintf("agent_%s_%d", scenario, seed), PrincipalID: &principal}
 	tr := Truth{Scenario: scenario, Events: n, OnsetIndex: -1, RampEndIndex: -1}
 
 	vendors := []string{"vendor_a", "vendor_b", "vendor_c", "vendor_d", "vendor_x"}
@@ -311,7 +305,7 @@ func measure(tr *Truth, in Input, meanPV float64) {
 	for i, e := range in.Events {
 		v, tot := 0.0, 0.0
 		for _, b := range e.Beneficiaries {
-			if b.Party == in.PrincipalID {
+			if in.PrincipalID != nil && b.Party == *in.PrincipalID {
 				continue
 			}
 			tot += b.Value

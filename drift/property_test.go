@@ -1,11 +1,15 @@
 package drift
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"riskapi/engine"
 )
 
 // randomInput builds a valid but messy input: equal timestamps, missing fields, the
@@ -38,9 +42,9 @@ func randomInput(r *rand.Rand) Input {
 		}
 		ev[i] = e
 	}
-	in := Input{AgentID: "a", Events: ev, Sensitivity: 0.2}
+	in := Input{AgentID: "a", Events: ev, Sensitivity: f64(0.2)}
 	if r.IntN(2) == 0 {
-		in.PrincipalID = "user_9"
+		in.PrincipalID = ptr("user_9")
 	}
 	return in
 }
@@ -50,7 +54,7 @@ func TestAnalyzeMessyInputsKeepInvariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for k := 0; k < 300; k++ {
 		in := randomInput(r)
-		a, err := Analyze(in)
+		a, err := Analyze(context.Background(), in)
 		if err != nil {
 			t.Fatalf("case %d: %v", k, err)
 		}
@@ -64,7 +68,7 @@ func TestAnalyzeMessyInputsKeepInvariants(t *testing.T) {
 			t.Fatalf("case %d: detected %v with %d parties, score %v", k, a.ShadowPrincipalDetected, len(a.ShadowPrincipals), a.Score)
 		}
 		for _, sp := range a.ShadowPrincipals {
-			if sp.Party == "principal" || sp.Party == in.PrincipalID && in.PrincipalID != "" {
+			if sp.Party == "principal" || in.PrincipalID != nil && sp.Party == *in.PrincipalID {
 				t.Fatalf("case %d: the principal was reported as a shadow principal", k)
 			}
 			if sp.ValueCaptured < 0 || sp.PrincipalCost < 0 || sp.Events < 0 ||
@@ -82,7 +86,7 @@ func TestAnalyzeMessyInputsKeepInvariants(t *testing.T) {
 func TestAnalyzeIsOrderIndependent(t *testing.T) {
 	t.Parallel()
 	in, _ := Generate(ScenarioShadow, 5, GenParams{Events: 800})
-	a, err := Analyze(in)
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +94,7 @@ func TestAnalyzeIsOrderIndependent(t *testing.T) {
 	shuffled.Events = append([]Event(nil), in.Events...)
 	r := rand.New(rand.NewPCG(5, 6))
 	r.Shuffle(len(shuffled.Events), func(i, j int) { shuffled.Events[i], shuffled.Events[j] = shuffled.Events[j], shuffled.Events[i] })
-	b, err := Analyze(shuffled)
+	b, err := Analyze(context.Background(), shuffled)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +108,9 @@ func TestAnalyzeIsOrderIndependent(t *testing.T) {
 	}
 }
 
-// Extreme but finite values (sums of squares overflow) never yield NaN or Inf in the
-// analysis and never a detection out of arithmetic noise.
+// Values at the contract's limit (±1e15, and the smallest subnormal) never yield NaN or Inf
+// in the analysis and never a detection out of arithmetic noise; values beyond the limit,
+// whose sums of squares would overflow, are refused.
 func TestAnalyzeExtremeValuesStayFinite(t *testing.T) {
 	t.Parallel()
 	in, _ := Generate(ScenarioAligned, 3, GenParams{Events: 600})
@@ -113,11 +118,18 @@ func TestAnalyzeExtremeValuesStayFinite(t *testing.T) {
 	for i := range in.Events {
 		e := &in.Events[i]
 		if i%7 == 0 {
-			e.PrincipalValue, e.BestAlternativeValue = f64(1e300), f64(-1e300)
-			e.Beneficiaries = []Beneficiary{{Party: "vendor_a", Value: 1e300}, {Party: "vendor_b", Value: 5e-324}}
+			e.PrincipalValue, e.BestAlternativeValue = f64(MaxMagnitude), f64(-MaxMagnitude)
+			e.Beneficiaries = []Beneficiary{{Party: "vendor_a", Value: MaxMagnitude}, {Party: "vendor_b", Value: 5e-324}}
 		}
 	}
-	a, err := Analyze(in)
+	beyond := in
+	beyond.Events = append([]Event(nil), in.Events...)
+	beyond.Events[7].PrincipalValue = f64(1e300)
+	var ie *engine.InputError
+	if _, err := Analyze(context.Background(), beyond); !errors.As(err, &ie) || ie.Field != "events[7].principal_value" {
+		t.Errorf("1e300 accepted or misreported: %v", err)
+	}
+	a, err := Analyze(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +157,7 @@ func TestTestValuesAreCentred(t *testing.T) {
 			e.BestAlternativeValue = f64(*e.BestAlternativeValue + 1e6)
 		}
 	}
-	a, b := prepare(in.Events, 450, in.PrincipalID), prepare(shifted, 450, in.PrincipalID)
+	a, b := prepare(in.Events, 450, principalOf(in)), prepare(shifted, 450, principalOf(in))
 	for i := range in.Events {
 		if math.Abs(a.wLoss[i]-b.wLoss[i]) > 1e-6 || math.Abs(a.wPV[i]-b.wPV[i]) > 1e-6 {
 			t.Fatalf("event %d: centred loss %v / %v, value %v / %v", i, a.wLoss[i], b.wLoss[i], a.wPV[i], b.wPV[i])
@@ -160,4 +172,11 @@ func TestTestValuesAreCentred(t *testing.T) {
 	if m := s.moments(); math.Abs(m.Mean) > 10 || s.m3() == 0 {
 		t.Errorf("centred values: mean %v, third moment %v", m.Mean, s.m3())
 	}
+}
+
+func principalOf(in Input) string {
+	if in.PrincipalID == nil {
+		return ""
+	}
+	return *in.PrincipalID
 }

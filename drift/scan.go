@@ -215,7 +215,7 @@ func stratifiedZ(win, ref []sums, sign, margin float64) (z, m, r float64) {
 		}
 		return math.Inf(-1), w.n, r
 	}
-	p := studentTUpper(d/math.Sqrt(se2), se2*se2/dfDen)
+	p := numeric.StudentTUpper(d/math.Sqrt(se2), se2*se2/dfDen)
 	gamma := 0.0
 	if v0 > 0 {
 		gamma = sign * k3 / math.Pow(v0, 1.5)
@@ -376,7 +376,7 @@ func (p *prepared) testParties(alpha float64) []partyTest {
 		if t.pConc < 1 {
 			for j := range order {
 				order[j] = j
-				lower[j] = math.Max(normalUpper(share.z[j]), math.Min(1, 2*math.Min(normalUpper(loss.z[j]), normalUpper(pv.z[j]))))
+				lower[j] = math.Max(numeric.NormalUpper(share.z[j]), math.Min(1, 2*math.Min(numeric.NormalUpper(loss.z[j]), numeric.NormalUpper(pv.z[j]))))
 			}
 			slices.SortFunc(order, func(a, b int) int {
 				switch {

@@ -6,7 +6,6 @@ import (
 
 	"gonum.org/v1/gonum/integrate/quad"
 	"gonum.org/v1/gonum/mathext"
-	"gonum.org/v1/gonum/stat/distuv"
 
 	"riskapi/internal/numeric"
 )
@@ -124,24 +123,8 @@ func welchUpper(a, b moments) float64 {
 	}
 	t := diff / math.Sqrt(se2)
 	df := se2 * se2 / (va*va/(a.N-1) + vb*vb/(b.N-1))
-	return studentTUpper(t, df)
+	return numeric.StudentTUpper(t, df)
 }
-
-// studentTUpper is P(T > t) for Student's t with df degrees of freedom (gonum's
-// distuv.StudentsT, whose tail is the regularised incomplete beta function); above 10⁶
-// degrees of freedom the normal tail.
-func studentTUpper(t, df float64) float64 {
-	if math.IsNaN(t) || math.IsNaN(df) || df <= 0 {
-		return 1
-	}
-	if df > 1e6 {
-		return normalUpper(t)
-	}
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(t)
-}
-
-// normalUpper is P(Z > z) for a standard normal Z.
-func normalUpper(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
 
 // zScore is the standard-normal score of a one-sided p-value: the z with P(Z > z) = p
 // (+Inf for p = 0, −Inf for p = 1 and for NaN, which can then never reject).
@@ -223,7 +206,7 @@ func (r *owenRule) scanTail(b float64, a []float64) float64 {
 	case math.IsInf(b, -1) || math.IsNaN(b):
 		return 1
 	}
-	p := normalUpper(b)
+	p := numeric.NormalUpper(b)
 	for _, aj := range a {
 		p += 2 * r.owenT(b, aj)
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"riskapi/internal/numeric"
 )
 
 func TestStudentTUpperKnownValues(t *testing.T) {
@@ -20,12 +22,12 @@ func TestStudentTUpperKnownValues(t *testing.T) {
 		{1.96, 1e5, 0.025},
 	}
 	for _, c := range cases {
-		if got := studentTUpper(c.t, c.df); math.Abs(got-c.want) > 5e-4 {
-			t.Errorf("studentTUpper(%v, %v) = %v, want %v", c.t, c.df, got, c.want)
+		if got := numeric.StudentTUpper(c.t, c.df); math.Abs(got-c.want) > 5e-4 {
+			t.Errorf("numeric.StudentTUpper(%v, %v) = %v, want %v", c.t, c.df, got, c.want)
 		}
 	}
-	if got := studentTUpper(math.NaN(), 10); got != 1 {
-		t.Errorf("studentTUpper(NaN) = %v, want 1", got)
+	if got := numeric.StudentTUpper(math.NaN(), 10); got != 1 {
+		t.Errorf("numeric.StudentTUpper(NaN) = %v, want 1", got)
 	}
 }
 
@@ -70,7 +72,7 @@ func TestOwenTKnownValues(t *testing.T) {
 	t.Parallel()
 	r := newOwenRule()
 	for _, h := range []float64{0, 0.5, 1, 2, 3.5, 5, 8, 12} {
-		q := normalUpper(h)
+		q := numeric.NormalUpper(h)
 		want := 0.5 * q * (1 - q)
 		if got := r.owenT(h, 1); math.Abs(got-want) > 1e-9*want+1e-300 {
 			t.Errorf("T(%v, 1) = %v, want %v", h, got, want)
@@ -103,7 +105,7 @@ func TestScanTailBetweenSingleTestAndBonferroni(t *testing.T) {
 	r := newOwenRule()
 	_, a := bridgeChain([]float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.8})
 	for _, b := range []float64{1, 2, 3, 4, 6} {
-		q := normalUpper(b)
+		q := numeric.NormalUpper(b)
 		got := r.scanTail(b, a)
 		if got < q || got > float64(len(a)+1)*q {
 			t.Errorf("b=%v: scanTail %v outside [%v, %v]", b, got, q, float64(len(a)+1)*q)
@@ -157,11 +159,11 @@ func TestScanTailMatchesSimulatedMaximum(t *testing.T) {
 		sim := float64(hits[i]) / sims
 		se := math.Sqrt(sim * (1 - sim) / sims)
 		bound := r.scanTail(b, a)
-		t.Logf("b=%v: simulated P(max ≥ b) = %.5f ± %.5f, bound %.5f, Bonferroni %.5f, single test %.5f", b, sim, se, bound, float64(len(ts))*normalUpper(b), normalUpper(b))
+		t.Logf("b=%v: simulated P(max ≥ b) = %.5f ± %.5f, bound %.5f, Bonferroni %.5f, single test %.5f", b, sim, se, bound, float64(len(ts))*numeric.NormalUpper(b), numeric.NormalUpper(b))
 		if bound < sim-4*se || bound > 1.3*sim {
 			t.Errorf("b=%v: bound %.5f, simulated %.5f ± %.5f", b, bound, sim, se)
 		}
-		if bon := float64(len(ts)) * normalUpper(b); !(bound < 0.8*bon) {
+		if bon := float64(len(ts)) * numeric.NormalUpper(b); !(bound < 0.8*bon) {
 			t.Errorf("b=%v: bound %.5f not well below Bonferroni %.5f", b, bound, bon)
 		}
 	}

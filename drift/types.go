@@ -5,8 +5,9 @@
 package drift
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // MethodVersion identifies the method documented in docs/methods/drift.md.
@@ -19,19 +20,28 @@ const DefaultSensitivity = 0.01
 type Beneficiary struct {
 	Party string  `json:"party"`
 	Value float64 `json:"value"`
+
+	sent sent // members a decoded value held (json.go)
 }
 
-// Event is one action of the agent. Optional fields are pointers (nil when absent).
+// Event is one action of the agent. Optional numbers are pointers (nil when absent). Its
+// JSON form is the contract's; decoding records which members were sent, so that
+// validation can tell a member left out from one sent empty.
 type Event struct {
-	ID                   string        `json:"id,omitempty"`
+	ID                   string        `json:"id,omitzero"`
 	Timestamp            time.Time     `json:"timestamp"`
 	Action               string        `json:"action"`
-	PrincipalValue       *float64      `json:"principal_value,omitempty"`
-	BestAlternativeValue *float64      `json:"best_alternative_value,omitempty"`
-	Beneficiaries        []Beneficiary `json:"beneficiaries,omitempty"`
-	InstructedBy         string        `json:"instructed_by,omitempty"`
-	DelegationDepth      *int          `json:"delegation_depth,omitempty"`
-	Overridden           *bool         `json:"overridden,omitempty"`
+	PrincipalValue       *float64      `json:"principal_value,omitzero"`
+	BestAlternativeValue *float64      `json:"best_alternative_value,omitzero"`
+	Beneficiaries        []Beneficiary `json:"beneficiaries,omitzero"`
+	InstructedBy         string        `json:"instructed_by,omitzero"`
+	DelegationDepth      *int          `json:"delegation_depth,omitzero"`
+	Overridden           *bool         `json:"overridden,omitzero"`
+	// Attributes is the event's free-form JSON object; the analysis does not read it, and a
+	// stored event keeps it as sent.
+	Attributes jsontext.Value `json:"attributes,omitzero"`
+
+	sent sent // members a decoded value held (json.go)
 }
 
 // Baseline selects the baseline part of the events. At most one field may be set;
@@ -43,23 +53,44 @@ type Baseline struct {
 	Fraction *float64 `json:"fraction,omitempty"`
 }
 
-// Input is what Analyze analyses.
+// Input is what Analyze analyses: the body of POST /v1/drift/analyze.
 type Input struct {
-	AgentID     string   `json:"agent_id"`
-	PrincipalID string   `json:"principal_id,omitempty"`
-	Events      []Event  `json:"events"`
-	Baseline    Baseline `json:"baseline,omitzero"`
-	// Sensitivity is the family-wise false-alarm level in (0, 0.2]; 0 means DefaultSensitivity.
-	Sensitivity float64 `json:"sensitivity,omitempty"`
+	AgentID string `json:"agent_id"`
+	// PrincipalID names the party the agent works for; nil when not given.
+	PrincipalID *string `json:"principal_id,omitzero"`
+	// Events: 20 to 100,000, in any order.
+	Events []Event `json:"events,omitzero"`
+	// Window selects the agent's stored events instead of Events: the API reads those with
+	// a timestamp in [From, To) and analyses them as Events. Analyze itself takes Events
+	// only, and refuses a Window given with them.
+	Window *TimeRange `json:"window,omitzero"`
+	// Baseline selects the baseline part; nil means the first 30 % of the events.
+	Baseline *Baseline `json:"baseline,omitzero"`
+	// Sensitivity is the family-wise false-alarm level in (0, 0.2]; nil means
+	// DefaultSensitivity.
+	Sensitivity *float64 `json:"sensitivity,omitzero"`
+
+	// eventsChecked is how many events Validate found valid, so that Analyze does not check
+	// the same events twice.
+	eventsChecked int
+	sent          sent // members a decoded value held (json.go)
 }
 
-// InputError reports an Input that Analyze cannot analyse. Field is a JSON-style path.
-type InputError struct {
-	Field  string
-	Reason string
+// TimeRange bounds stored events by timestamp: From inclusive, To exclusive; either may be
+// nil.
+type TimeRange struct {
+	From *time.Time `json:"from,omitzero"`
+	To   *time.Time `json:"to,omitzero"`
 }
 
-func (e *InputError) Error() string { return fmt.Sprintf("drift: invalid %s: %s", e.Field, e.Reason) }
+// EventBatch is a batch of an agent's events sent ahead of analysis: the body of
+// POST /v1/drift/events.
+type EventBatch struct {
+	AgentID string  `json:"agent_id"`
+	Events  []Event `json:"events"`
+
+	sent sent // members a decoded value held (json.go)
+}
 
 // Signal values of ShadowPrincipal.Signals.
 const (

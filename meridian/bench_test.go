@@ -28,7 +28,7 @@ func evalCSV(tb testing.TB, csv []byte, req Request) Result {
 	if err := ds.ReadCSV(bytes.NewReader(csv), ','); err != nil {
 		tb.Fatal(err)
 	}
-	res, err := Evaluate(req, ds, benchAsOf)
+	res, err := evaluateOn(req, ds, benchAsOf)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func BenchmarkCSV1M(b *testing.B) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
-	if _, err := Evaluate(req, ds, benchAsOf); err != nil {
+	if _, err := evaluateOn(req, ds, benchAsOf); err != nil {
 		b.Fatal(err)
 	}
 	runtime.GC()
@@ -120,7 +120,7 @@ func BenchmarkRecords1M(b *testing.B) {
 		if err := ds.ReadRecords(jsontext.NewDecoder(bytes.NewReader(body))); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Evaluate(req, ds, benchAsOf); err != nil {
+		if _, err := evaluateOn(req, ds, benchAsOf); err != nil {
 			b.Fatal(err)
 		}
 	}

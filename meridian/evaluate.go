@@ -2,30 +2,32 @@ package meridian
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/engine"
 )
 
 // partialLimit is the length of the partial unexpected lists.
 const partialLimit = 20
 
-// Analyze evaluates a request whose data is inline (req.Data): Evaluate(req, nil, now).
-func Analyze(req Request, now time.Time) (Result, error) { return Evaluate(req, nil, now) }
-
-// Evaluate validates req, runs its checks on the data, scores the dimensions and gates the
-// source (method: docs/methods/meridian.md). The data is ds when ds has been fed, otherwise
-// req.Data (read here); a streaming caller leaves req.Data nil and feeds ds with ReadCSV or
-// ReadRecords first. now is the "now" of freshness when req.AsOf is absent. Invalid requests
-// give an *InputError carrying the contract's code and field path.
-func Evaluate(req Request, ds *Dataset, now time.Time) (Result, error) {
-	p, err := req.compile()
+// Analyze validates req (unless Validate already did), runs its checks on the data, scores
+// the dimensions and gates the source (method: docs/methods/meridian.md). The data is
+// req.Dataset when a streaming caller fed one (ReadCSV or ReadRecords), otherwise req.Data,
+// read here. req.Now is the "now" of freshness when req.AsOf is absent. Invalid requests
+// give an *engine.InputError carrying the contract's code and field path; ctx is checked
+// before each check, each column profile and each pass over the rows of a compound key,
+// and its error is returned once it ends.
+func Analyze(ctx context.Context, req Request) (Result, error) {
+	p, err := req.compiled()
 	if err != nil {
 		return Result{}, err
 	}
+	ds := req.Dataset
 	if (ds == nil || ds.format == formatNone) && req.Data != nil {
 		ds = NewDataset()
 		if err := ds.readInline(req.Data); err != nil {
@@ -34,25 +36,22 @@ func Evaluate(req Request, ds *Dataset, now time.Time) (Result, error) {
 	}
 	hasData := ds != nil && ds.format != formatNone
 	if !hasData {
-		if req.Signals == nil {
-			return Result{}, inputErr(codeData, "data", "object (records or csv; or send signals)", "missing",
-				"The request needs data (records or csv) or signals.")
-		}
-		if len(p.checks) > 0 {
-			return Result{}, inputErr(codeData, "data", "object (records or csv; checks run on data)", "missing",
-				"checks need data to run on: send data.records or data.csv, or remove checks for a signals-only request.")
-		}
-		ds = NewDataset()
+		ds = NewDataset() // signals only (compile checked that no check needs data)
 	}
 	if w := work(p.checks, ds); w > MaxWork {
-		return Result{}, inputErr("INVALID_CHECKS", "checks", fmt.Sprintf("array (at most %d units of work)", MaxWork), "array",
+		return Result{}, engine.Invalid("INVALID_CHECKS", "checks", fmt.Sprintf("array (at most %d units of work)", MaxWork), "array",
 			"The checks need %d units of work on this data (compound_unique: rows × (columns − 1); regex: distinct values of the column); at most %d are allowed per request: split the checks over several requests.", w, MaxWork)
 	}
+	if p.asOf == nil && req.Now.IsZero() {
+		return Result{}, engine.Invalid("INVALID_AS_OF", "as_of", "string (RFC 3339 timestamp)", "missing",
+			"as_of is required when the request's Now is not set: freshness needs an instant to measure from.")
+	}
+	now := req.Now
 	asOf := instantOf(now)
 	if p.asOf != nil {
 		asOf = *p.asOf
 	}
-	e := evaluation{ds: ds, asOf: asOf, complCols: map[string]bool{}}
+	e := evaluation{ctx: ctx, ds: ds, asOf: asOf, complCols: map[string]bool{}}
 	res := Result{
 		SourceID:      req.SourceID,
 		Checks:        make([]CheckResult, 0, len(p.checks)),
@@ -60,7 +59,13 @@ func Evaluate(req Request, ds *Dataset, now time.Time) (Result, error) {
 		Passed:        true,
 	}
 	for i := range p.checks {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
 		cr := e.run(&p.checks[i])
+		if err := ctx.Err(); err != nil {
+			return Result{}, err // the check may have stopped early
+		}
 		if !cr.Success && cr.Severity == "error" {
 			res.Passed = false
 		}
@@ -80,7 +85,9 @@ func Evaluate(req Request, ds *Dataset, now time.Time) (Result, error) {
 	res.Tier = TierOf(res.Score)
 	res.Gating = gate(res.Score, res.Passed, p.blockBelow, p.reviewBelow)
 	if hasData && p.profile {
-		res.Profile = ds.profile()
+		if res.Profile, err = ds.profile(ctx); err != nil {
+			return Result{}, err
+		}
 	}
 	return res, nil
 }
@@ -118,6 +125,7 @@ func (d *Dataset) readInline(data *Data) error {
 
 // evaluation accumulates the pooled counts of the dimensions while the checks run.
 type evaluation struct {
+	ctx  context.Context
 	ds   *Dataset
 	asOf instant
 
@@ -376,6 +384,9 @@ func (e *evaluation) compoundUnique(cr *CheckResult, c *compiled) {
 	copy(key, cols[0].ids)
 	next := uint32(0)
 	for _, col := range cols[1:] {
+		if e.ctx.Err() != nil {
+			return // Analyze returns the context's error
+		}
 		pairs := make(map[uint64]uint32, min(ds.rows, 1<<16))
 		next = 0
 		for r, id := range col.ids {

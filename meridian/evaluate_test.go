@@ -13,7 +13,7 @@ import (
 
 func analyzeCSV(t *testing.T, csv string, checks ...Check) Result {
 	t.Helper()
-	res, err := Analyze(Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: checks}, testNow)
+	res, err := analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: checks}, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func analyzeCSV(t *testing.T, csv string, checks ...Check) Result {
 
 func analyzeRecords(t *testing.T, records string, checks ...Check) Result {
 	t.Helper()
-	res, err := Analyze(Request{SourceID: "s", Data: &Data{Records: jsontext.Value(records)}, Checks: checks}, testNow)
+	res, err := analyzeAt(Request{SourceID: "s", Data: &Data{Records: jsontext.Value(records)}, Checks: checks}, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +80,12 @@ func TestTierAndGating(t *testing.T) {
 	// The policy of the request is used.
 	csv := "a\n1\n2\n\n"
 	req := Request{SourceID: "s", Data: &Data{CSV: &csv}, Policy: &Policy{ReviewBelow: ptrOf(100.0)}}
-	if res, _ := Analyze(req, testNow); res.Gating != GatingAllow {
+	if res, _ := analyzeAt(req, testNow); res.Gating != GatingAllow {
 		t.Errorf("score 100 with review_below 100: %s", res.Gating)
 	}
 	req.Checks = []Check{{Type: CheckBetween, Column: ptrOf("a"), Min: ptrOf(5.0)}}
 	req.Policy = &Policy{BlockBelow: ptrOf(80.0)}
-	if res, _ := Analyze(req, testNow); res.Gating != GatingBlock || res.Passed {
+	if res, _ := analyzeAt(req, testNow); res.Gating != GatingBlock || res.Passed {
 		t.Errorf("validity 0 with block_below 80: %s passed=%v score=%v", res.Gating, res.Passed, *res.Score)
 	}
 }
@@ -169,7 +169,7 @@ func TestFreshness(t *testing.T) {
 	asOf := "2026-01-10T00:00:00Z"
 	csv := "ts,k\n2026-01-08,1\n2026-01-09T12:00:00Z,2\n2026-01-11T00:00:00Z,3\nnot a time,4\n,5\n"
 	fresh := func(maxAge string) Check { return Check{Type: CheckFreshness, Column: ptrOf("ts"), MaxAge: &maxAge} }
-	res, err := Analyze(Request{SourceID: "s", Data: &Data{CSV: &csv}, AsOf: &asOf, Checks: []Check{fresh("1d"), fresh("6h")}}, testNow)
+	res, err := analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv}, AsOf: &asOf, Checks: []Check{fresh("1d"), fresh("6h")}}, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +182,13 @@ func TestFreshness(t *testing.T) {
 	}
 	// No timestamp at or before as_of: observed null, failure, timeliness 0.
 	csv = "ts\n2026-01-11\nx\n"
-	res, _ = Analyze(Request{SourceID: "s", Data: &Data{CSV: &csv}, AsOf: &asOf, Checks: []Check{fresh("1d")}}, testNow)
+	res, _ = analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv}, AsOf: &asOf, Checks: []Check{fresh("1d")}}, testNow)
 	if c := res.Checks[0]; c.ObservedValue != nil || c.Success || res.Dimensions.Timeliness.Score != 0 {
 		t.Errorf("none: %s", canonJSON(t, c))
 	}
 	// Without as_of the time given to Evaluate is "now".
 	csv = "ts\n2026-01-09T00:00:00Z\n"
-	res, _ = Analyze(Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: []Check{fresh("1d")}}, time.Date(2026, 1, 9, 1, 0, 0, 0, time.UTC))
+	res, _ = analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: []Check{fresh("1d")}}, time.Date(2026, 1, 9, 1, 0, 0, 0, time.UTC))
 	if res.Checks[0].ObservedValue != 3600.0 {
 		t.Errorf("now: %v", res.Checks[0].ObservedValue)
 	}
@@ -230,7 +230,7 @@ func TestCompletenessCountsAColumnOnce(t *testing.T) {
 func TestSignalsOnly(t *testing.T) {
 	req := Request{SourceID: "s", AsOf: ptrOf("2026-01-04T00:00:00Z"), Signals: &Signals{
 		Completeness: ptrOf(0.9), ErrorRate: ptrOf(0.1), LastUpdated: ptrOf("2026-01-01"), ExpectedUpdateInterval: ptrOf("1d")}}
-	res, err := Analyze(req, testNow)
+	res, err := analyzeAt(req, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,14 +243,14 @@ func TestSignalsOnly(t *testing.T) {
 		t.Errorf("signals only: %s (want score %v)", canonJSON(t, res), want)
 	}
 	// Empty signals: nothing measured.
-	res, _ = Analyze(Request{SourceID: "s", Signals: &Signals{}}, testNow)
+	res, _ = analyzeAt(Request{SourceID: "s", Signals: &Signals{}}, testNow)
 	if res.Score != nil || res.Tier != TierUnrated || res.Gating != GatingReview {
 		t.Errorf("empty signals: %s", canonJSON(t, res))
 	}
 	// With data, the declared completeness is not used but error_rate and last_updated are.
 	csv := "a,b\n1,\n"
 	req.Data = &Data{CSV: &csv}
-	res, _ = Analyze(req, testNow)
+	res, _ = analyzeAt(req, testNow)
 	if res.Dimensions.Completeness.Score != 0.5 || res.Dimensions.Accuracy.Score != 0.9 || res.Profile == nil {
 		t.Errorf("data and signals: %s", canonJSON(t, res.Dimensions))
 	}
@@ -276,7 +276,7 @@ func TestNoChecksAndNoRows(t *testing.T) {
 	}
 	off := false
 	csv := "a\n1\n"
-	if r, _ := Analyze(Request{SourceID: "s", Data: &Data{CSV: &csv}, Profile: &off}, testNow); r.Profile != nil {
+	if r, _ := analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv}, Profile: &off}, testNow); r.Profile != nil {
 		t.Error("profile: false must give a null profile")
 	}
 }
@@ -402,7 +402,7 @@ func TestValidityChecks(t *testing.T) {
 // TestResultJSONShape: the marshalled result has exactly the contract's member names.
 func TestResultJSONShape(t *testing.T) {
 	req, _ := Generate(ScenarioDirty, 5, GenParams{Rows: 200})
-	res, err := Analyze(req, testNow)
+	res, err := analyzeAt(req, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestEvaluation(t *testing.T) {
 				for _, format := range []string{FormatRecords, FormatCSV} {
 					gp.Format = format
 					req, tr := Generate(sc, seed, gp)
-					res, err := Analyze(req, testNow)
+					res, err := analyzeAt(req, testNow)
 					if err != nil {
 						t.Fatalf("%s seed %d: %v", run.name, seed, err)
 					}

@@ -46,8 +46,8 @@ func TestGeneratedRequestsRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(body, &back, json.RejectUnknownMembers(true)); err != nil {
 		t.Fatalf("generated body does not decode strictly: %v", err)
 	}
-	r1, err1 := Analyze(req, testNow)
-	r2, err2 := Analyze(back, testNow)
+	r1, err1 := analyzeAt(req, testNow)
+	r2, err2 := analyzeAt(back, testNow)
 	if err1 != nil || err2 != nil || canonJSON(t, r1) != canonJSON(t, r2) {
 		t.Fatalf("decoded request evaluates differently: %v %v", err1, err2)
 	}
@@ -126,7 +126,7 @@ func roundDims(d Dimensions) Dimensions {
 func TestCleanScenarioIsAllowed(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		req, tr := Generate(ScenarioClean, seed, GenParams{})
-		res, err := Analyze(req, testNow)
+		res, err := analyzeAt(req, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/engine"
 )
 
 const codeData = "INVALID_DATA"
@@ -20,7 +22,7 @@ const codeData = "INVALID_DATA"
 func ParseDelimiter(s string) (rune, error) {
 	r, size := utf8.DecodeRuneInString(s)
 	if size == 0 || size != len(s) || !validDelim(r) {
-		return 0, inputErr(codeData, "data.delimiter", "string (one character other than a quote or line break)", "string",
+		return 0, engine.Invalid(codeData, "data.delimiter", "string (one character other than a quote or line break)", "string",
 			"data.delimiter must be exactly one character other than a double quote or a line break; got %q.", s)
 	}
 	return r, nil
@@ -30,15 +32,15 @@ func validDelim(r rune) bool {
 	return r != 0 && r != '"' && r != '\r' && r != '\n' && utf8.ValidRune(r) && r != utf8.RuneError
 }
 
-func csvErr(line int, format string, args ...any) *InputError {
-	return inputErr(codeData, "data.csv", "string (RFC 4180 CSV with a header row)", "string",
+func csvErr(line int, format string, args ...any) *engine.InputError {
+	return engine.Invalid(codeData, "data.csv", "string (RFC 4180 CSV with a header row)", "string",
 		"data.csv line %d: %s", line, fmt.Sprintf(format, args...))
 }
 
 // ReadCSV reads RFC 4180 CSV with a header row from r, row by row, into the dataset. The
 // delimiter is one character (',' when 0). An empty field (quoted or not) is null; fields are
 // not trimmed; blank lines are skipped. Ragged rows, bad quoting, invalid UTF-8, a duplicate
-// column name or more than MaxRows rows are an *InputError (INVALID_DATA, field data.csv)
+// column name or more than MaxRows rows are an *engine.InputError (INVALID_DATA, field data.csv)
 // whose message gives the 1-based line (the header is line 1). Errors of r itself are
 // returned wrapped, unchanged.
 func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
@@ -50,7 +52,7 @@ func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 		return err
 	}
 	if d.format != formatNone {
-		return inputErr(codeData, "data", "object (records or csv, not both)", "object", "data must hold either records or csv, not both.")
+		return engine.Invalid(codeData, "data", "object (records or csv, not both)", "object", "data must hold either records or csv, not both.")
 	}
 	d.format = formatCSV
 	cr := csv.NewReader(r)
@@ -188,7 +190,7 @@ func recordsPath(i int) string { return "data.records[" + strconv.Itoa(i) + "]" 
 // ReadRecords consumes a JSON array of record objects from dec (the value of data.records)
 // into the dataset, record by record. A missing key and JSON null are null. A record that is
 // not an object, a number outside the float64 range or more than MaxRows records are an
-// *InputError (INVALID_DATA, field data.records[i]…); syntax errors of dec are returned
+// *engine.InputError (INVALID_DATA, field data.records[i]…); syntax errors of dec are returned
 // wrapped, unchanged (a *jsontext.SyntacticError for malformed JSON).
 func (d *Dataset) ReadRecords(dec *jsontext.Decoder) error {
 	if err := d.startJSON(); err != nil {
@@ -199,7 +201,7 @@ func (d *Dataset) ReadRecords(dec *jsontext.Decoder) error {
 		if _, err := dec.ReadValue(); err != nil {
 			return fmt.Errorf("read data.records: %w", err)
 		}
-		return inputErr(codeData, "data.records", "array of objects", kindName(k), "data.records must be an array of objects, not %s.", kindName(k))
+		return engine.Invalid(codeData, "data.records", "array of objects", kindName(k), "data.records must be an array of objects, not %s.", kindName(k))
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return fmt.Errorf("read data.records: %w", err)
@@ -222,7 +224,7 @@ func (d *Dataset) flushRecords() error {
 	first := d.rows
 	if r := d.flushJSON(); r >= 0 {
 		path := recordsPath(first + r)
-		return inputErr(codeData, path, "object", "object", "%s: a column's distinct values exceed 4 GiB.", path)
+		return engine.Invalid(codeData, path, "object", "object", "%s: a column's distinct values exceed 4 GiB.", path)
 	}
 	return nil
 }
@@ -256,7 +258,7 @@ func (d *Dataset) startJSON() error {
 	case formatNone:
 		d.format = formatJSON
 	case formatCSV:
-		return inputErr(codeData, "data", "object (records or csv, not both)", "object", "data must hold either records or csv, not both.")
+		return engine.Invalid(codeData, "data", "object (records or csv, not both)", "object", "data must hold either records or csv, not both.")
 	}
 	return nil
 }
@@ -272,13 +274,13 @@ func (d *Dataset) readRecord(dec *jsontext.Decoder) error {
 		if _, err := dec.ReadValue(); err != nil {
 			return fmt.Errorf("read %s: %w", recordsPath(i), err)
 		}
-		return inputErr(codeData, recordsPath(i), "object", kindName(k), "%s must be an object of column to value, not %s.", recordsPath(i), kindName(k))
+		return engine.Invalid(codeData, recordsPath(i), "object", kindName(k), "%s must be an object of column to value, not %s.", recordsPath(i), kindName(k))
 	}
 	if i == MaxRows {
-		return inputErr(codeData, recordsPath(i), "array (at most 1,000,000 records)", "object", "data.records holds more than %d records.", MaxRows)
+		return engine.Invalid(codeData, recordsPath(i), "array (at most 1,000,000 records)", "object", "data.records holds more than %d records.", MaxRows)
 	}
 	if (i+1)*len(d.cols) > MaxCells {
-		return inputErr(codeData, recordsPath(i), "array (at most 50,000,000 cells: records × columns)", "object", "data.records holds more than %d cells (records × columns).", MaxCells)
+		return engine.Invalid(codeData, recordsPath(i), "array (at most 50,000,000 cells: records × columns)", "object", "data.records holds more than %d cells (records × columns).", MaxCells)
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return fmt.Errorf("read %s: %w", recordsPath(i), err)
@@ -306,7 +308,7 @@ func (d *Dataset) readRecord(dec *jsontext.Decoder) error {
 		} else {
 			if len(d.cols) == MaxColumns || (i+1)*(len(d.cols)+1) > MaxCells {
 				path := recordsPath(i)
-				return inputErr(codeData, path, fmt.Sprintf("object (at most %d columns, %d cells in all)", MaxColumns, MaxCells), "object",
+				return engine.Invalid(codeData, path, fmt.Sprintf("object (at most %d columns, %d cells in all)", MaxColumns, MaxCells), "object",
 					"%s adds column %q beyond the limits of %d columns and %d cells (records × columns).", path, name, MaxColumns, MaxCells)
 			}
 			c = d.addColumn(string(name))
@@ -318,11 +320,11 @@ func (d *Dataset) readRecord(dec *jsontext.Decoder) error {
 		if np := len(c.pending); np > 0 && c.pending[np-1].row == row {
 			// Only reachable with a decoder that allows duplicate names.
 			path := recordsPath(i)
-			return inputErr(codeData, path, "object (each column once)", "object", "%s names column %q twice.", path, c.name)
+			return engine.Invalid(codeData, path, "object (each column once)", "object", "%s names column %q twice.", path, c.name)
 		}
 		if reason := d.addJSON(c, v); reason != "" {
 			path := recordsPath(i) + "." + c.name
-			return inputErr(codeData, path, "a JSON value", kindName(v.Kind()), "%s: %s.", path, reason)
+			return engine.Invalid(codeData, path, "a JSON value", kindName(v.Kind()), "%s: %s.", path, reason)
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
@@ -340,7 +342,7 @@ func (d *Dataset) readRecord(dec *jsontext.Decoder) error {
 // parsed straight from the request's buffer without a second copy.
 func JSONStringReader(v jsontext.Value) (io.Reader, error) {
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return nil, inputErr(codeData, "data.csv", "string", kindName(v.Kind()), "data.csv must be a string.")
+		return nil, engine.Invalid(codeData, "data.csv", "string", kindName(v.Kind()), "data.csv must be a string.")
 	}
 	return &jsonStringReader{src: v[1 : len(v)-1]}, nil
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/engine"
 )
 
 func TestJSONStringReader(t *testing.T) {
@@ -47,7 +49,7 @@ func TestStreamingMatchesInline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := Analyze(req, testNow)
+		want, err := analyzeAt(req, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +104,7 @@ func TestStreamingMatchesInline(t *testing.T) {
 				}
 			}
 		}
-		got, err := Evaluate(streamed, ds, testNow)
+		got, err := evaluateOn(streamed, ds, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,14 +124,14 @@ func TestAddRecord(t *testing.T) {
 	if err := ds.AddRecord(jsontext.Value(`{"a": 1} {"a": 2}`)); err == nil {
 		t.Error("trailing data after a record was accepted")
 	}
-	var ie *InputError
+	var ie *engine.InputError
 	if err := ds.AddRecord(jsontext.Value(`[1]`)); !errors.As(err, &ie) || ie.Field != "data.records[3]" {
 		t.Errorf("array record: %v", err)
 	}
 	if err := ds.ReadCSV(strings.NewReader("a\n1\n"), ','); !errors.As(err, &ie) || ie.Field != "data" {
 		t.Errorf("CSV after records: %v", err)
 	}
-	res, err := Evaluate(Request{SourceID: "s", Checks: []Check{{Type: CheckUnique, Column: ptrOf("a")}, {Type: CheckNotNull, Column: ptrOf("c")}}}, ds, testNow)
+	res, err := evaluateOn(Request{SourceID: "s", Checks: []Check{{Type: CheckUnique, Column: ptrOf("a")}, {Type: CheckNotNull, Column: ptrOf("c")}}}, ds, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func TestSyntaxErrorsPassThrough(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("got %v, want a *jsontext.SyntacticError", err)
 	}
-	var ie *InputError
+	var ie *engine.InputError
 	if errors.As(err, &ie) {
 		t.Error("malformed JSON must not be an INVALID_DATA error")
 	}
@@ -166,7 +168,7 @@ func TestRowLimit(t *testing.T) {
 	for i := 0; i <= MaxRows; i++ {
 		b.WriteString("1,2\n")
 	}
-	var ie *InputError
+	var ie *engine.InputError
 	err := NewDataset().ReadCSV(strings.NewReader(b.String()), ',')
 	if !errors.As(err, &ie) || ie.Field != "data.csv" || !strings.Contains(ie.Message, "line 1000002") {
 		t.Errorf("CSV: %v", err)
@@ -185,7 +187,7 @@ func TestRowLimit(t *testing.T) {
 
 func TestCSVDetails(t *testing.T) {
 	csv := "name;note\n\"a;b\";\"he said \"\"hi\"\"\"\n\"\";x\n\nc;\"multi\nline\"\r\n"
-	res, err := Analyze(Request{SourceID: "s", Data: &Data{CSV: &csv, Delimiter: ptrOf(";")},
+	res, err := analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv, Delimiter: ptrOf(";")},
 		Checks: []Check{{Type: CheckNotNull, Column: ptrOf("name")}}}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -207,9 +209,9 @@ func TestCSVDetails(t *testing.T) {
 	if res.Profile.RowCount != 3 || *res.Checks[0].UnexpectedCount != 1 || res.Checks[0].PartialUnexpectedIndexList[0] != 1 {
 		t.Errorf("one-column CSV: %s", canonJSON(t, res.Checks[0]))
 	}
-	var ie *InputError
+	var ie *engine.InputError
 	bad := "a,b\n1,\xff\n"
-	if _, err := Analyze(Request{SourceID: "s", Data: &Data{CSV: &bad}}, time.Now()); !errors.As(err, &ie) || !strings.Contains(ie.Message, "line 2") {
+	if _, err := analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &bad}}, time.Now()); !errors.As(err, &ie) || !strings.Contains(ie.Message, "line 2") {
 		t.Errorf("invalid UTF-8: %v", err)
 	}
 }
@@ -222,7 +224,7 @@ func FuzzReadCSV(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		ds := NewDataset()
 		if err := ds.ReadCSV(strings.NewReader(s), ','); err != nil {
-			var ie *InputError
+			var ie *engine.InputError
 			if !errors.As(err, &ie) {
 				t.Fatalf("non-input error %v", err)
 			}
@@ -235,7 +237,7 @@ func FuzzReadCSV(f *testing.F) {
 		if len(checks) > MaxChecks {
 			checks = checks[:MaxChecks]
 		}
-		res, err := Evaluate(Request{SourceID: "f", Checks: checks}, ds, testNow)
+		res, err := evaluateOn(Request{SourceID: "f", Checks: checks}, ds, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +271,7 @@ func FuzzReadRecords(f *testing.F) {
 		if len(checks) > MaxChecks {
 			checks = checks[:MaxChecks]
 		}
-		res, err := Evaluate(Request{SourceID: "f", Checks: checks}, ds, testNow)
+		res, err := evaluateOn(Request{SourceID: "f", Checks: checks}, ds, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}

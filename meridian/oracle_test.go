@@ -926,7 +926,7 @@ func TestOracleRandomData(t *testing.T) {
 		if r.IntN(3) == 0 {
 			req.Signals = &Signals{ErrorRate: ptrOf(float64(r.IntN(10)) / 100)}
 		}
-		res, err := Evaluate(req, nil, asOf)
+		res, err := evaluateOn(req, nil, asOf)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

@@ -100,7 +100,7 @@ func evalFile(tb testing.TB, path string) Result {
 	if err := ds.ReadCSV(bufio.NewReaderSize(f, 1<<16), ','); err != nil {
 		tb.Fatal(err)
 	}
-	res, err := Evaluate(benchRequest(), ds, benchAsOf)
+	res, err := evaluateOn(benchRequest(), ds, benchAsOf)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package meridian
 
 import (
+	"context"
 	"hash/maphash"
 	"math"
 )
@@ -16,12 +17,15 @@ var inferOrder = []struct {
 	flag uint8
 }{{"boolean", fBool}, {"integer", fInteger}, {"number", fNumber}, {"timestamp", fTimestamp}, {"string", fString}}
 
-func (d *Dataset) profile() *Profile {
+func (d *Dataset) profile(ctx context.Context) (*Profile, error) {
 	p := &Profile{RowCount: d.rows, Columns: make([]ColumnProfile, 0, len(d.cols))}
 	for _, c := range d.cols {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		p.Columns = append(p.Columns, d.profileColumn(c))
 	}
-	return p
+	return p, nil
 }
 
 func (d *Dataset) profileColumn(c *column) ColumnProfile {

@@ -68,7 +68,7 @@ func aggregates(t *testing.T, res Result) string {
 func TestShufflingRowsChangesNoAggregate(t *testing.T) {
 	for seed := int64(1); seed <= 6; seed++ {
 		req, _ := Generate(ScenarioDirty, seed, GenParams{Rows: 800})
-		base, err := Analyze(req, testNow)
+		base, err := analyzeAt(req, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestShufflingRowsChangesNoAggregate(t *testing.T) {
 			r.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 			shuffled := req
 			shuffled.Data = &Data{Records: joinRecords(recs)}
-			got, err := Analyze(shuffled, testNow)
+			got, err := analyzeAt(shuffled, testNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestPartialListsCapAt20(t *testing.T) {
 			}
 		}
 		csv := b.String()
-		res, err := Analyze(Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: []Check{{Type: CheckNotNull, Column: ptrOf("v")}}}, testNow)
+		res, err := analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: []Check{{Type: CheckNotNull, Column: ptrOf("v")}}}, testNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestMostlyBoundary(t *testing.T) {
 				}
 				csv := b.String()
 				req := Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: []Check{{Type: CheckType, Column: ptrOf("v"), Expected: ptrOf("integer"), Mostly: &mostly}}}
-				res, err := Analyze(req, testNow)
+				res, err := analyzeAt(req, testNow)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -224,7 +224,7 @@ func TestCSVAndJSONSemantics(t *testing.T) {
 			data      *Data
 			bad, miss int
 		}{{"csv", &Data{CSV: &csv}, tc.csvBad, tc.csvMiss}, {"json", &Data{Records: jsontext.Value("[" + strings.Join(recs, ",") + "]")}, tc.jsonBad, tc.jsonMis}} {
-			res, err := Analyze(Request{SourceID: "s", Data: f.data, Checks: []Check{chk}}, testNow)
+			res, err := analyzeAt(Request{SourceID: "s", Data: f.data, Checks: []Check{chk}}, testNow)
 			if err != nil {
 				t.Fatalf("%s (%s): %v", tc.name, f.name, err)
 			}

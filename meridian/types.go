@@ -6,9 +6,11 @@
 package meridian
 
 import (
-	"fmt"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/engine"
 )
 
 // MethodVersion identifies the method documented in docs/methods/meridian.md.
@@ -47,10 +49,20 @@ type Request struct {
 	Checks   []Check  `json:"checks,omitempty"`
 	Signals  *Signals `json:"signals,omitempty"`
 	Policy   *Policy  `json:"policy,omitempty"`
-	// AsOf is an RFC 3339 timestamp, the "now" of freshness; nil means the time given to Evaluate.
+	// AsOf is an RFC 3339 timestamp, the "now" of freshness; nil means Now.
 	AsOf *string `json:"as_of,omitempty"`
 	// Profile asks for column profiles; nil means true.
 	Profile *bool `json:"profile,omitempty"`
+
+	// Now is the "now" of freshness when AsOf is absent (the engine reads no clock: the
+	// caller gives it one). Not part of the body.
+	Now time.Time `json:"-"`
+	// Dataset holds the data when a streaming caller fed it (NewDataset, then ReadCSV or
+	// ReadRecords) instead of sending Data. Not part of the body.
+	Dataset *Dataset `json:"-"`
+
+	// plan is what Validate compiled, so that Analyze does not compile the request twice.
+	plan engine.Compiled[plan]
 }
 
 // Data is a sample of the source: JSON records or CSV text, not both.
@@ -102,24 +114,6 @@ type Signals struct {
 type Policy struct {
 	BlockBelow  *float64 `json:"block_below,omitempty"`
 	ReviewBelow *float64 `json:"review_below,omitempty"`
-}
-
-// InputError reports a request that cannot be evaluated. Code is the API error code
-// (INVALID_ + the upper-cased top-level field), Field the JSON path of the offending value,
-// Expected the JSON type expected (with the constraint in parentheses), Received the JSON
-// type received ("missing" when absent; may be empty), Message a sentence for people.
-type InputError struct {
-	Code     string
-	Field    string
-	Expected string
-	Received string
-	Message  string
-}
-
-func (e *InputError) Error() string { return "meridian: " + e.Message }
-
-func inputErr(code, field, expected, received, format string, args ...any) *InputError {
-	return &InputError{Code: code, Field: field, Expected: expected, Received: received, Message: fmt.Sprintf(format, args...)}
 }
 
 // Tiers and gating decisions.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/engine"
 )
 
 // Check types, in the order of the contract.
@@ -97,11 +99,11 @@ type plan struct {
 
 // Validate checks every member of the request except the content of data (which a Dataset
 // checks while reading it), in the order of the contract's table, and returns the first
-// violation as an *InputError.
-func (r *Request) Validate() error {
-	_, err := r.compile()
-	return err
-}
+// violation as an *engine.InputError.
+func (r *Request) Validate() error { return r.plan.Validate(r.compile) }
+
+// compiled is the compiled request: Validate's, or compiled now.
+func (r *Request) compiled() (*plan, error) { return r.plan.Get(r.compile) }
 
 // ValidateMember checks one top-level member by its JSON name (source_id, data, checks,
 // signals, policy, as_of, profile), so a streaming caller can report the first failure in
@@ -111,7 +113,7 @@ func (r *Request) ValidateMember(name string) error {
 	var p plan
 	switch name {
 	case "source_id":
-		return r.validateSourceID()
+		return r.validateSourceID(true)
 	case "data":
 		return r.validateData()
 	case "checks":
@@ -128,7 +130,7 @@ func (r *Request) ValidateMember(name string) error {
 
 func (r *Request) compile() (*plan, error) {
 	p := &plan{profile: r.Profile == nil || *r.Profile}
-	if err := r.validateSourceID(); err != nil {
+	if err := r.validateSourceID(false); err != nil {
 		return nil, err
 	}
 	if err := r.validateData(); err != nil {
@@ -146,29 +148,36 @@ func (r *Request) compile() (*plan, error) {
 	if err := r.compileAsOf(p); err != nil {
 		return nil, err
 	}
+	switch {
+	case !r.hasData() && r.Signals == nil:
+		return nil, engine.Invalid(codeData, "data", "object (records or csv; or send signals)", "missing",
+			"The request needs data (records or csv) or signals.")
+	case !r.hasData() && len(p.checks) > 0:
+		return nil, engine.Invalid(codeData, "data", "object (records or csv; checks run on data)", "missing",
+			"checks need data to run on: send data.records or data.csv, or remove checks for a signals-only request.")
+	}
 	return p, nil
 }
 
-func validSourceID(s string) bool {
-	if len(s) < 1 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("._:/-", c) >= 0) {
-			return false
-		}
-	}
-	return true
+// hasData reports whether the request holds data: a fed Dataset, or Data.
+func (r *Request) hasData() bool {
+	return (r.Dataset != nil && r.Dataset.format != formatNone) || r.Data != nil
 }
 
-func (r *Request) validateSourceID() error {
-	const exp = "string (1-128 chars of [A-Za-z0-9._:/-])"
-	if r.SourceID == "" {
-		return inputErr("INVALID_SOURCE_ID", "source_id", exp, "missing", "source_id is required: 1–128 characters of letters, digits and . _ : / -.")
-	}
-	if !validSourceID(r.SourceID) {
-		return inputErr("INVALID_SOURCE_ID", "source_id", exp, "string", "source_id must be 1–128 characters of letters, digits and . _ : / -.")
+// SourceIDExpected is the contract's rule for source_id, as errors state it.
+const SourceIDExpected = "string (1-128 chars of [A-Za-z0-9._:/-])"
+
+// ValidSourceID reports whether id is a valid source_id: 1–128 characters of [A-Za-z0-9._:/-].
+func ValidSourceID(id string) bool { return engine.ValidIdentifier(id, "/") }
+
+// validateSourceID checks source_id; present says the member was sent (a streaming caller
+// checks it as it arrives), so that an empty one is reported as sent rather than missing.
+func (r *Request) validateSourceID(present bool) error {
+	switch {
+	case r.SourceID == "" && !present:
+		return engine.Invalid("INVALID_SOURCE_ID", "source_id", SourceIDExpected, "missing", "source_id is required: 1 to 128 letters, digits, '.', '_', ':', '/' or '-'.")
+	case !ValidSourceID(r.SourceID):
+		return engine.Invalid("INVALID_SOURCE_ID", "source_id", SourceIDExpected, "string", "source_id must be 1 to 128 letters, digits, '.', '_', ':', '/' or '-'.")
 	}
 	return nil
 }
@@ -181,14 +190,14 @@ func (r *Request) validateData() error {
 	hasRecords := len(d.Records) > 0 && d.Records.Kind() != 'n'
 	switch {
 	case hasRecords && d.CSV != nil:
-		return inputErr(codeData, "data", "object (records or csv, not both)", "object", "data must hold either records or csv, not both.")
+		return engine.Invalid(codeData, "data", "object (records or csv, not both)", "object", "data must hold either records or csv, not both.")
 	case !hasRecords && d.CSV == nil:
-		return inputErr(codeData, "data.records", "array of objects (or data.csv)", "missing", "data needs records (an array of objects) or csv (a string).")
+		return engine.Invalid(codeData, "data.records", "array of objects (or data.csv)", "missing", "data needs records (an array of objects) or csv (a string).")
 	case hasRecords && d.Records.Kind() != '[':
 		k := kindName(d.Records.Kind())
-		return inputErr(codeData, "data.records", "array of objects", k, "data.records must be an array of objects, not %s.", k)
+		return engine.Invalid(codeData, "data.records", "array of objects", k, "data.records must be an array of objects, not %s.", k)
 	case hasRecords && d.Delimiter != nil:
-		return inputErr(codeData, "data.delimiter", "no such field with records", "string", "data.delimiter applies to csv only.")
+		return engine.Invalid(codeData, "data.delimiter", "no such field with records", "string", "data.delimiter applies to csv only.")
 	}
 	if d.Delimiter != nil {
 		if _, err := ParseDelimiter(*d.Delimiter); err != nil {
@@ -198,12 +207,12 @@ func (r *Request) validateData() error {
 	return nil
 }
 
-func checkErr(i int, member, expected, received, format string, args ...any) *InputError {
+func checkErr(i int, member, expected, received, format string, args ...any) *engine.InputError {
 	field := "checks[" + strconv.Itoa(i) + "]"
 	if member != "" {
 		field += "." + member
 	}
-	return inputErr("INVALID_CHECKS", field, expected, received, "%s %s", field, fmt.Sprintf(format, args...))
+	return engine.Invalid("INVALID_CHECKS", field, expected, received, "%s %s", field, fmt.Sprintf(format, args...))
 }
 
 func oneOf(list []string) string { return "one of " + strings.Join(list, ", ") }
@@ -246,7 +255,7 @@ func (c *Check) present() []string {
 
 func (r *Request) compileChecks(p *plan) error {
 	if len(r.Checks) > MaxChecks {
-		return inputErr("INVALID_CHECKS", "checks", fmt.Sprintf("array (at most %d checks)", MaxChecks), "array",
+		return engine.Invalid("INVALID_CHECKS", "checks", fmt.Sprintf("array (at most %d checks)", MaxChecks), "array",
 			"checks holds %d checks; at most %d are allowed per request.", len(r.Checks), MaxChecks)
 	}
 	seen := map[string]int{}
@@ -486,8 +495,8 @@ func compileCheck(i int, in *Check) (compiled, error) {
 	return c, err
 }
 
-func sigErr(member, expected, received, format string, args ...any) *InputError {
-	return inputErr("INVALID_SIGNALS", "signals."+member, expected, received, "signals.%s %s", member, fmt.Sprintf(format, args...))
+func sigErr(member, expected, received, format string, args ...any) *engine.InputError {
+	return engine.Invalid("INVALID_SIGNALS", "signals."+member, expected, received, "signals.%s %s", member, fmt.Sprintf(format, args...))
 }
 
 func (r *Request) compileSignals(p *plan) error {
@@ -538,7 +547,7 @@ func (r *Request) compilePolicy(p *plan) error {
 			continue
 		}
 		if !(*m.v >= 0 && *m.v <= 100) {
-			return inputErr("INVALID_POLICY", "policy."+m.name, "number (0-100)", "number", "policy.%s must be a score between 0 and 100.", m.name)
+			return engine.Invalid("INVALID_POLICY", "policy."+m.name, "number (0-100)", "number", "policy.%s must be a score between 0 and 100.", m.name)
 		}
 		*m.dst = *m.v
 	}
@@ -551,7 +560,7 @@ func (r *Request) compileAsOf(p *plan) error {
 	}
 	t, ok := parseTimestamp(*r.AsOf)
 	if !ok {
-		return inputErr("INVALID_AS_OF", "as_of", "string (RFC 3339 timestamp)", "string", "as_of must be an RFC 3339 timestamp such as 2026-11-21T10:00:00Z, not %q.", *r.AsOf)
+		return engine.Invalid("INVALID_AS_OF", "as_of", "string (RFC 3339 timestamp)", "string", "as_of must be an RFC 3339 timestamp such as 2026-11-21T10:00:00Z, not %q.", *r.AsOf)
 	}
 	p.asOf = &t
 	return nil

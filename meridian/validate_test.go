@@ -10,9 +10,11 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/engine"
 )
 
-// TestInvalidRequests: every contract violation is an *InputError with the contract's code,
+// TestInvalidRequests: every contract violation is an *engine.InputError with the contract's code,
 // the JSON path of the offending value and a message that says what to do.
 func TestInvalidRequests(t *testing.T) {
 	const data = `"data": {"csv": "a,b\n1,2\n"}`
@@ -79,10 +81,10 @@ func TestInvalidRequests(t *testing.T) {
 		if err := json.Unmarshal([]byte(tc.body), &req, json.RejectUnknownMembers(true)); err != nil {
 			t.Fatalf("%s: body does not decode: %v", tc.name, err)
 		}
-		_, err := Analyze(req, time.Now())
-		var ie *InputError
+		_, err := analyzeAt(req, time.Now())
+		var ie *engine.InputError
 		if !errors.As(err, &ie) {
-			t.Errorf("%s: error %v, want *InputError", tc.name, err)
+			t.Errorf("%s: error %v, want *engine.InputError", tc.name, err)
 			continue
 		}
 		if ie.Code != tc.code || ie.Field != tc.field || ie.Received != tc.received || ie.Expected == "" || !strings.Contains(ie.Message, tc.messageContains) {
@@ -93,7 +95,7 @@ func TestInvalidRequests(t *testing.T) {
 
 func TestValidateMember(t *testing.T) {
 	req := Request{SourceID: "ok", Checks: []Check{{Type: "bogus"}}, Policy: &Policy{ReviewBelow: ptrOf(-1.0)}}
-	var ie *InputError
+	var ie *engine.InputError
 	if err := req.ValidateMember("source_id"); err != nil {
 		t.Errorf("source_id: %v", err)
 	}
@@ -117,8 +119,8 @@ func TestTooManyChecks(t *testing.T) {
 	for i := 0; i <= MaxChecks; i++ {
 		req.Checks = append(req.Checks, Check{Type: CheckNotNull, Column: ptrOf("a")})
 	}
-	var ie *InputError
-	if _, err := Analyze(req, time.Now()); !errors.As(err, &ie) || ie.Code != "INVALID_CHECKS" || ie.Field != "checks" {
+	var ie *engine.InputError
+	if _, err := analyzeAt(req, time.Now()); !errors.As(err, &ie) || ie.Code != "INVALID_CHECKS" || ie.Field != "checks" {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -169,13 +171,13 @@ func TestParseTimestamp(t *testing.T) {
 // TestSizeLimits: the width of the data and the costly work of the checks are bounded, so a
 // small body cannot claim gigabytes or minutes.
 func TestSizeLimits(t *testing.T) {
-	var ie *InputError
+	var ie *engine.InputError
 	header := make([]string, MaxColumns+1)
 	for i := range header {
 		header[i] = "c" + strconv.Itoa(i)
 	}
 	csv := strings.Join(header, ",") + "\n"
-	if _, err := Analyze(Request{SourceID: "s", Data: &Data{CSV: &csv}}, time.Now()); !errors.As(err, &ie) || ie.Field != "data.csv" || !strings.Contains(ie.Message, "line 1") {
+	if _, err := analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv}}, time.Now()); !errors.As(err, &ie) || ie.Field != "data.csv" || !strings.Contains(ie.Message, "line 1") {
 		t.Errorf("too many CSV columns: %v", err)
 	}
 	var rec strings.Builder
@@ -187,7 +189,7 @@ func TestSizeLimits(t *testing.T) {
 		fmt.Fprintf(&rec, `"c%d": %d`, i, i)
 	}
 	rec.WriteString("}]")
-	if _, err := Analyze(Request{SourceID: "s", Data: &Data{Records: jsontext.Value(rec.String())}}, time.Now()); !errors.As(err, &ie) || ie.Field != "data.records[1]" {
+	if _, err := analyzeAt(Request{SourceID: "s", Data: &Data{Records: jsontext.Value(rec.String())}}, time.Now()); !errors.As(err, &ie) || ie.Field != "data.records[1]" {
 		t.Errorf("too many JSON columns: %v", err)
 	}
 	// 100 compound_unique checks of two columns over 510,000 rows: 51,000,000 pairings.
@@ -196,7 +198,7 @@ func TestSizeLimits(t *testing.T) {
 	for i := 0; i < MaxChecks; i++ {
 		req.Checks = append(req.Checks, Check{Type: CheckCompoundUnique, Columns: []string{"a", "b"}})
 	}
-	if _, err := Analyze(req, time.Now()); !errors.As(err, &ie) || ie.Code != "INVALID_CHECKS" || ie.Field != "checks" {
+	if _, err := analyzeAt(req, time.Now()); !errors.As(err, &ie) || ie.Code != "INVALID_CHECKS" || ie.Field != "checks" {
 		t.Errorf("work budget: %v", err)
 	}
 	req.Checks = req.Checks[:98] // 49,980,000 pairings: allowed
@@ -204,7 +206,7 @@ func TestSizeLimits(t *testing.T) {
 		t.Errorf("work %d, want 49,980,000", w)
 	}
 	req.Checks = req.Checks[:1]
-	if _, err := Analyze(req, time.Now()); err != nil {
+	if _, err := analyzeAt(req, time.Now()); err != nil {
 		t.Errorf("within the budget: %v", err)
 	}
 }

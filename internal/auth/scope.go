@@ -4,17 +4,24 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"riskapi/internal/product"
 )
 
-// Scopes is every scope a key can hold (platform contract §3). A POST endpoint of a product
-// needs "<product>:write", a GET one "<product>:read"; "<product>:*" grants both.
-var Scopes = []string{
-	"drift:read", "drift:write",
-	"convergence:read", "convergence:write",
-	"cascade:read", "cascade:write",
-	"meridian:read", "meridian:write",
+// Scopes is every scope a key can hold (platform contract §3): each product's read and
+// write scopes, in registry order, then the platform's. A POST endpoint of a product needs
+// "<product>:write", a GET one "<product>:read"; "<product>:*" grants both.
+var Scopes = slices.Concat(productScopes(), []string{
 	"webhooks:read", "webhooks:write",
 	"events:read", "usage:read",
+})
+
+func productScopes() []string {
+	var out []string
+	for _, p := range product.All {
+		out = append(out, p.ReadScope(), p.WriteScope())
+	}
+	return out
 }
 
 // ValidScope reports whether s is one of Scopes or a "<resource>:*" wildcard of a known resource.

@@ -2,15 +2,16 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/internal/ident"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
@@ -40,87 +41,104 @@ type resourceHeader struct {
 	CreatedAt string `json:"created_at"`
 }
 
-// analysisKind describes one product's stored analyses.
-type analysisKind struct {
-	product   string // store.Product…
-	object    string // the object's "object" value, e.g. "drift.analysis"
-	idPrefix  string // "dra"
-	list      string // the list's name in cursors
-	subject   string // the list's filter parameter: "agent_id"
-	noun      string // how messages name one: "Drift analysis"
-	eventType string // emitted when the verdict calls for it
+// now is the server's clock as stored objects record it: UTC, to the millisecond.
+func (s *Server) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
+
+// newHeader starts a new stored result of product p for the caller, created at createdAt.
+func newHeader(r *http.Request, p product.Product, createdAt time.Time) resourceHeader {
+	return resourceHeader{ID: ident.New(p.Results.IDPrefix), Object: p.Results.Object,
+		Livemode: principalFrom(r.Context()).Livemode(), CreatedAt: formatTime(createdAt)}
 }
 
-// newHeader starts a new stored object of kind k for the caller.
-func (s *Server) newHeader(r *http.Request, k analysisKind) (resourceHeader, time.Time) {
-	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
-	p := principalFrom(r.Context())
-	return resourceHeader{ID: ident.New(k.idPrefix), Object: k.object, Livemode: p.Livemode(), CreatedAt: formatTime(now)}, now
-}
-
-// saveAnalysis encodes object (which embeds the header h) once, stores it and — when emit
-// is set — the event of kind k.eventType about it, in one transaction, and returns the bytes
-// that POST, GET and the event all carry.
-func (s *Server) saveAnalysis(r *http.Request, k analysisKind, h resourceHeader, createdAt time.Time, subject string, object any, emit bool) (jsontext.Value, error) {
-	payload, err := json.Marshal(object, objectEncodeOptions)
+// encodeAnalysis encodes a stored analysis: the resource header's members, then the
+// engine's result's, in one JSON object. (A named field cannot be inlined, and a type
+// parameter cannot be embedded, so the two objects are joined: both come from this encoder,
+// so the header's closing brace and the result's opening one are their last and first bytes.)
+func encodeAnalysis(h resourceHeader, result any) ([]byte, error) {
+	head, err := json.Marshal(h, objectEncodeOptions)
 	if err != nil {
 		return nil, err
 	}
-	p := principalFrom(r.Context())
+	body, err := json.Marshal(result, objectEncodeOptions)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("encode analysis: the result is not a JSON object")
+	}
+	if len(body) == 2 { // {}
+		return head, nil
+	}
+	return append(append(head[:len(head)-1], ','), body[1:]...), nil
+}
+
+// saveAnalysis stores an engine's result as a new analysis of product p about subject,
+// created at createdAt (the "now" the engine was given, where it takes one), and — when emit
+// is set — the product's event about it, in one transaction, and answers with the object: its
+// bytes are encoded once, so POST, GET and the event all carry the same ones.
+func (s *Server) saveAnalysis(r *http.Request, p product.Product, createdAt time.Time, subject string, res any, emit bool) (int, any, error) {
+	h := newHeader(r, p, createdAt)
+	payload, err := encodeAnalysis(h, res)
+	if err != nil {
+		return 0, nil, err
+	}
+	who := principalFrom(r.Context())
 	a := store.Analysis{
-		ID: h.ID, AccountID: p.Account.ID, Mode: p.Key.Mode, Product: k.product,
+		ID: h.ID, AccountID: who.Account.ID, Mode: who.Key.Mode, Product: p.Name,
 		Subject: subject, Payload: payload, CreatedAt: createdAt,
 	}
 	var ev *store.Event
 	if emit {
-		e, err := newEvent(p.Account.ID, p.Key.Mode, k.eventType, jsontext.Value(payload), createdAt)
+		e, err := newEvent(who.Account.ID, who.Key.Mode, p.Event, jsontext.Value(payload), createdAt)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		ev = &e
 	}
 	if err := s.cfg.Store.CreateAnalysis(r.Context(), a, ev); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if ev != nil {
 		s.cfg.Webhooks.Notify()
 	}
-	return payload, nil
+	return http.StatusOK, jsontext.Value(payload), nil
 }
 
 func renderAnalysis(a store.Analysis) any { return jsontext.Value(a.Payload) }
 
-// handleListAnalyses is GET /v1/<product>/analyses: the caller's analyses of kind k, newest
-// first, optionally of one subject (validated by subjectPattern, like the POST field).
-func (s *Server) handleListAnalyses(k analysisKind, subjectPattern *regexp.Regexp, subjectExpected string) http.Handler {
+// handleListAnalyses is GET <Results.Path>: the caller's analyses of product p, newest
+// first, optionally of one subject (checked by validSubject, the engine's own rule for the
+// POST member, whose contract expected states).
+func (s *Server) handleListAnalyses(p product.Product, validSubject func(string) bool, expected string) http.Handler {
+	k := p.Results
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, e := s.parseList(r, k.list, k.subject)
+		q, e := s.parseList(r, k.List, k.Subject)
 		if e != nil {
 			writeError(w, r, e)
 			return
 		}
-		subject, given := q.filters[k.subject]
-		if given && !subjectPattern.MatchString(subject) {
-			writeError(w, r, invalidField(k.subject, subjectExpected, "string", "%s %q is not valid: use %s.", k.subject, subject, subjectExpected))
+		subject, given := q.filters[k.Subject]
+		if given && !validSubject(subject) {
+			writeError(w, r, invalidField(k.Subject, expected, "string", "%s %q is not valid: use %s.", k.Subject, subject, expected))
 			return
 		}
-		p := principalFrom(r.Context())
-		page, err := s.cfg.Store.ListAnalyses(r.Context(), p.Account.ID, p.Key.Mode, k.product, subject, q.page)
+		who := principalFrom(r.Context())
+		page, err := s.cfg.Store.ListAnalyses(r.Context(), who.Account.ID, who.Key.Mode, p.Name, subject, q.page)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writePage(s, w, r, k.list, q, page, store.AnalysisPosition, renderAnalysis)
+		writePage(s, w, r, k.List, q, page, store.AnalysisPosition, renderAnalysis)
 	})
 }
 
-// handleGetAnalysis is GET /v1/<product>/analyses/{id}.
-func (s *Server) handleGetAnalysis(k analysisKind) http.Handler {
+// handleGetAnalysis is GET <Results.Path>/{id}.
+func (s *Server) handleGetAnalysis(p product.Product) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		a, err := s.cfg.Store.Analysis(r.Context(), p.Account.ID, p.Key.Mode, k.product, r.PathValue("id"))
+		who := principalFrom(r.Context())
+		a, err := s.cfg.Store.Analysis(r.Context(), who.Account.ID, who.Key.Mode, p.Name, r.PathValue("id"))
 		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, r, newError(CodeNotFound, "No %s %s.", k.noun, r.PathValue("id")))
+			writeError(w, r, newError(CodeNotFound, "No %s %s.", p.Results.Noun, r.PathValue("id")))
 			return
 		}
 		if err != nil {

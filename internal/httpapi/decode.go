@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/convergence"
+	"riskapi/engine"
 )
 
 // validatable is implemented by request types. validate checks the constraints that JSON
@@ -195,6 +197,7 @@ func fieldPath(root reflect.Type, ptr jsontext.Pointer) (string, bool) {
 }
 
 // memberType is the Go type of member name of struct or map type t, or nil when unknown.
+// The members of inlined structs (embedded ones, and fields tagged inline) count as t's own.
 func memberType(t reflect.Type, name string) reflect.Type {
 	if t == nil {
 		return nil
@@ -204,7 +207,14 @@ func memberType(t reflect.Type, name string) reflect.Type {
 		return t.Elem()
 	case reflect.Struct:
 		for i := 0; i < t.NumField(); i++ {
-			if f := t.Field(i); jsonName(f) == name {
+			f := t.Field(i)
+			if inner, ok := inlinedStruct(f); ok {
+				if mt := memberType(inner, name); mt != nil {
+					return mt
+				}
+				continue
+			}
+			if jsonName(f) == name {
 				return f.Type
 			}
 		}
@@ -212,7 +222,8 @@ func memberType(t reflect.Type, name string) reflect.Type {
 	return nil
 }
 
-// jsonFieldNames lists the JSON member names of a struct type.
+// jsonFieldNames lists the JSON member names of a struct type, those of inlined structs
+// included.
 func jsonFieldNames(t reflect.Type) []string {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -222,11 +233,31 @@ func jsonFieldNames(t reflect.Type) []string {
 	}
 	var names []string
 	for i := 0; i < t.NumField(); i++ {
-		if n := jsonName(t.Field(i)); n != "" {
+		f := t.Field(i)
+		if inner, ok := inlinedStruct(f); ok {
+			names = append(names, jsonFieldNames(inner)...)
+		} else if n := jsonName(f); n != "" {
 			names = append(names, n)
 		}
 	}
 	return names
+}
+
+// inlinedStruct reports whether the JSON members of field f are its holder's own — an
+// embedded struct without a JSON name, or a field tagged inline — and returns its type.
+func inlinedStruct(f reflect.StructField) (reflect.Type, bool) {
+	t := f.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil, false
+	}
+	name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if slices.Contains(strings.Split(opts, ","), "inline") || (f.Anonymous && name == "" && f.Tag.Get("json") != "-") {
+		return t, true
+	}
+	return nil, false
 }
 
 func jsonName(f reflect.StructField) string {
@@ -287,23 +318,7 @@ func expectedType(t reflect.Type) string {
 }
 
 // kindName names a JSON kind the way details.received does.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	}
-	return "value"
-}
+func kindName(k jsontext.Kind) string { return engine.KindName(k) }
 
 func withArticle(typ string) string {
 	if typ == "" {

@@ -13,6 +13,7 @@ import (
 
 	"riskapi/cascade"
 	"riskapi/convergence"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
@@ -134,7 +135,7 @@ func BenchmarkCascadeAsync100kNodes(b *testing.B) {
 		}
 		events++
 	}
-	page, err := bb.store.ListEvents(context.Background(), acct.ID, store.ModeLive, EventCascadeSimulationCompleted, store.PageQuery{Limit: 100})
+	page, err := bb.store.ListEvents(context.Background(), acct.ID, store.ModeLive, product.Cascade.Event, store.PageQuery{Limit: 100})
 	if err != nil || int(page.TotalCount) != events {
 		b.Fatalf("%d cascade.simulation_completed events for %d simulations (%v)", page.TotalCount, events, err)
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -100,10 +99,7 @@ func writeSuccess(w http.ResponseWriter, r *http.Request, status int, data any, 
 // writeError answers with the error envelope. An *Error is sent as it is; any other error
 // is logged with the request id and answered as a 500 that reveals nothing of it.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var apiErr *Error
-	if !errors.As(err, &apiErr) {
-		apiErr = fmtInternal(r.Context(), "handler", err)
-	}
+	apiErr := apiError(r.Context(), err)
 	status, typ := errorStatus(apiErr.Code)
 	details := apiErr.Details
 	if details == nil {

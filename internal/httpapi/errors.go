@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"riskapi/engine"
 )
 
 // Error is the one error type the HTTP layer answers with. Handlers and middleware return
@@ -75,25 +79,57 @@ func newError(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: map[string]any{}}
 }
 
+// apiError maps any error a handler meets to the envelope's error, in this one place:
+//   - an *Error is sent as it is;
+//   - an engine's *engine.InputError is a validation error (400) carrying its code, field,
+//     expected and received;
+//   - the request's context ending first (the client went away, or the server is stopping)
+//     is 503: nothing was stored, and an Idempotency-Key is released so that a retry runs
+//     the work again;
+//   - anything else is logged with the request id and answered with the opaque 500.
+func apiError(ctx context.Context, err error) *Error {
+	var apiErr *Error
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var invalid *engine.InputError
+	if errors.As(err, &invalid) {
+		code := invalid.Code
+		if code == "" {
+			code = engine.CodeFor(invalid.Field)
+		}
+		return &Error{Code: code, Message: invalid.Message,
+			Details: map[string]any{"field": invalid.Field, "expected": invalid.Expected, "received": invalid.Received}}
+	}
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return newError(CodeServiceUnavailable, "The request was cancelled before it finished. Retry.")
+	}
+	return fmtInternal(ctx, "handler", err)
+}
+
+// asValidation is an engine's verdict on a request in the envelope's form, for the
+// validate methods of request types; nil stays nil.
+func asValidation(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	return apiError(context.Background(), err)
+}
+
 // invalidField reports a validation failure of the value at path (for example
 // "events[3].timestamp"). The code is INVALID_ + the upper-cased top-level field name, as the
 // seed's INVALID_AGENT_ID; expected is the JSON type, optionally with the constraint in
 // parentheses; received is the JSON type that arrived, or "missing".
 func invalidField(path, expected, received, format string, args ...any) *Error {
 	return &Error{
-		Code:    "INVALID_" + strings.ToUpper(topLevelField(path)),
+		Code:    engine.CodeFor(path),
 		Message: fmt.Sprintf(format, args...),
 		Details: map[string]any{"field": path, "expected": expected, "received": received},
 	}
 }
 
 // topLevelField returns the first segment of a field path: "events[3].timestamp" → "events".
-func topLevelField(path string) string {
-	if i := strings.IndexAny(path, ".["); i >= 0 {
-		return path[:i]
-	}
-	return path
-}
+func topLevelField(path string) string { return engine.TopLevelField(path) }
 
 // errInternal is the one answer to every unexpected error: it says nothing of the cause,
 // which is logged with the request id instead.

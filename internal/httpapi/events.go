@@ -7,25 +7,20 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/internal/ident"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
-// Event kinds (webhooks contract). Products emit the first four; webhook.test is sent by
-// POST /v1/webhooks/{id}/test to that endpoint only.
+// EventWebhookTest is sent by POST /v1/webhooks/{id}/test to that endpoint only; every
+// other event kind is a product's (product.Product.Event).
 const (
-	EventDriftShadowDetected        = "drift.shadow_detected"
-	EventConvergenceCollusionFound  = "convergence.collusion_found"
-	EventCascadeSimulationCompleted = "cascade.simulation_completed"
-	EventMeridianQualityCheckFailed = "meridian.quality_check_failed"
-	EventWebhookTest                = "webhook.test"
-	apiVersion                      = "v1"
+	EventWebhookTest = "webhook.test"
+	apiVersion       = "v1"
 )
 
-// subscribableEvents are the kinds a webhook endpoint may list (or "*" for all of them).
-var subscribableEvents = []string{
-	EventDriftShadowDetected, EventConvergenceCollusionFound,
-	EventCascadeSimulationCompleted, EventMeridianQualityCheckFailed, EventWebhookTest,
-}
+// subscribableEvents are the kinds a webhook endpoint may list (or "*" for all of them): the
+// products' events in registry order, then webhook.test.
+var subscribableEvents = append(product.Events(), EventWebhookTest)
 
 // eventObject is the event as delivered and as GET /v1/events returns it.
 type eventObject struct {

@@ -4,16 +4,27 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/cascade"
-	"riskapi/internal/ident"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
+
+func init() {
+	registerProduct(product.Cascade, productAPI{
+		routes: func(s *Server) map[string]http.Handler {
+			return map[string]http.Handler{
+				product.Cascade.Analyze:            s.handleSimulate(),
+				"GET /v1/cascade/simulations":      s.handleListSimulations(),
+				"GET /v1/cascade/simulations/{id}": s.handleGetSimulation(),
+			}
+		},
+	})
+}
 
 // simulateRequest is the body of POST /v1/cascade/simulate: the engine's input as it is.
 type simulateRequest struct {
@@ -23,26 +34,19 @@ type simulateRequest struct {
 }
 
 // validate applies the engine's own checks, so the API and the library refuse exactly the
-// same inputs with the same codes and paths; cascade.Work validates as it measures, so the
-// network is compiled once here rather than twice.
+// same inputs with the same codes and paths. The engine keeps the network it compiled, so
+// measuring the work here and simulating later compile it once; a request without a seed
+// gets one drawn first, so that the compiled input holds it.
 func (req *simulateRequest) validate() *Error {
-	var ie *cascade.InputError
-	var err error
-	if req.work, err = cascade.Work(req.Input); errors.As(err, &ie) {
-		return engineInputError(ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message)
-	} else if err != nil {
-		return invalidField("network", "object", "object", "%v", err)
+	if req.Seed == nil {
+		seed := rand.Int64N(1 << 53) // exact in JSON, so it can be sent back to reproduce
+		req.Seed = &seed
 	}
+	if e := asValidation(req.Input.Validate()); e != nil {
+		return e
+	}
+	req.work, _ = cascade.Work(req.Input) // validated: no error
 	return nil
-}
-
-// engineInputError is an engine's validation failure in the envelope: the engine already
-// names the contract's code, the path, and the types.
-func engineInputError(code, field, expected, received, message string) *Error {
-	if code == "" {
-		code = "INVALID_" + strings.ToUpper(topLevelField(field))
-	}
-	return &Error{Code: code, Message: message, Details: map[string]any{"field": field, "expected": expected, "received": received}}
 }
 
 // simulationObject is a Cascade simulation as GET returns it. Until it completes the result
@@ -114,15 +118,11 @@ func (o simulationObject) encode() (object, event []byte, err error) {
 // stored queued, answered 202, and run by a SimulationRunner. Either way the finished
 // simulation is stored with its cascade.simulation_completed event in one transaction.
 func (s *Server) handleSimulate() http.Handler {
-	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *simulateRequest) {
+	return handleJSON(s, func(r *http.Request, req *simulateRequest) (int, any, error) {
 		in := req.Input
-		if in.Seed == nil {
-			seed := rand.Int64N(1 << 53) // exact in JSON, so it can be sent back to reproduce
-			in.Seed = &seed
-		}
 		p := principalFrom(r.Context())
-		now := s.cfg.Now().UTC().Truncate(time.Millisecond)
-		h := resourceHeader{ID: ident.New("csm"), Object: "cascade.simulation", Livemode: p.Livemode(), CreatedAt: formatTime(now)}
+		now := s.now()
+		h := newHeader(r, product.Cascade, now)
 		sim := store.Simulation{ID: h.ID, AccountID: p.Account.ID, Mode: p.Key.Mode, CreatedAt: now, UpdatedAt: now}
 		var err error
 		if in.Async || req.work > cascade.AsyncWorkThreshold {
@@ -135,50 +135,38 @@ func (s *Server) handleSimulate() http.Handler {
 				err = s.cfg.Store.CreateSimulation(r.Context(), sim, nil)
 			}
 			if err != nil {
-				writeError(w, r, err)
-				return
+				return 0, nil, err
 			}
 			s.wakeSimulationRunner()
-			writeData(w, r, http.StatusAccepted, jsontext.Value(sim.Payload))
-			return
+			return http.StatusAccepted, jsontext.Value(sim.Payload), nil
 		}
-		res, err := cascade.Simulate(r.Context(), in, cascade.Options{})
-		if err != nil && r.Context().Err() != nil {
-			// The client went away (or the server is stopping): nothing is stored, and an
-			// Idempotency-Key is released so that a retry runs the simulation again.
-			writeError(w, r, newError(CodeServiceUnavailable, "The simulation was cancelled before it finished. Retry."))
-			return
-		}
+		res, err := cascade.Analyze(r.Context(), in)
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		obj := newSimulationObject(h, store.SimulationRunning, in)
 		obj.complete(res, s.cfg.Now())
 		payload, evPayload, err := obj.encode()
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
-		ev, err := newEvent(p.Account.ID, p.Key.Mode, EventCascadeSimulationCompleted, jsontext.Value(evPayload), now)
+		ev, err := newEvent(p.Account.ID, p.Key.Mode, product.Cascade.Event, jsontext.Value(evPayload), now)
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		sim.Status, sim.Payload, sim.Summary, sim.Request = store.SimulationCompleted, payload, evPayload, []byte{}
 		if err := s.cfg.Store.CreateSimulation(r.Context(), sim, &ev); err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		s.cfg.Webhooks.Notify()
-		writeData(w, r, http.StatusOK, jsontext.Value(payload))
+		return http.StatusOK, jsontext.Value(payload), nil
 	})
 }
 
 // handleListSimulations is GET /v1/cascade/simulations, newest first.
 func (s *Server) handleListSimulations() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, e := s.parseList(r, "cascade_simulations")
+		q, e := s.parseList(r, product.Cascade.Results.List)
 		if e != nil {
 			writeError(w, r, e)
 			return
@@ -189,7 +177,7 @@ func (s *Server) handleListSimulations() http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writePage(s, w, r, "cascade_simulations", q, page, store.SimulationPosition,
+		writePage(s, w, r, product.Cascade.Results.List, q, page, store.SimulationPosition,
 			func(sim store.Simulation) any { return jsontext.Value(sim.Payload) })
 	})
 }
@@ -200,7 +188,7 @@ func (s *Server) handleGetSimulation() http.Handler {
 		p := principalFrom(r.Context())
 		sim, err := s.cfg.Store.Simulation(r.Context(), p.Account.ID, p.Key.Mode, r.PathValue("id"))
 		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, r, newError(CodeNotFound, "No Cascade simulation %s.", r.PathValue("id")))
+			writeError(w, r, newError(CodeNotFound, "No %s %s.", product.Cascade.Results.Noun, r.PathValue("id")))
 			return
 		}
 		if err != nil {

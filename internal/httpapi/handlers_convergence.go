@@ -1,66 +1,41 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 
 	"riskapi/convergence"
-	"riskapi/internal/store"
+	"riskapi/internal/product"
 )
 
-var convergenceAnalyses = analysisKind{
-	product: store.ProductConvergence, object: "convergence.analysis", idPrefix: "cva", list: "convergence_analyses",
-	subject: "market_id", noun: "Convergence analysis", eventType: EventConvergenceCollusionFound,
+func init() {
+	registerProduct(product.Convergence, productAPI{
+		routes: func(s *Server) map[string]http.Handler {
+			return map[string]http.Handler{
+				product.Convergence.Analyze:         s.handleAnalyzeMarket(),
+				"GET /v1/convergence/analyses":      s.handleListAnalyses(product.Convergence, convergence.ValidMarketID, convergence.MarketIDExpected),
+				"GET /v1/convergence/analyses/{id}": s.handleGetAnalysis(product.Convergence),
+			}
+		},
+	})
 }
-
-// marketIDPattern is the contract's market_id, the same rule as Drift's agent_id.
-var marketIDPattern = agentIDPattern
-
-const marketIDExpected = agentIDExpected
 
 // analyzeMarketRequest is the body of POST /v1/convergence/analyze-market: the engine's input.
 type analyzeMarketRequest struct {
 	convergence.Input `json:",inline"`
 }
 
-// validate applies the engine's own checks before anything is executed or stored.
-func (req *analyzeMarketRequest) validate() *Error {
-	var ie *convergence.InputError
-	if err := req.Input.Validate(); errors.As(err, &ie) {
-		return engineInputError(ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message)
-	} else if err != nil {
-		return invalidField("observations", "array", "array", "%v", err)
-	}
-	return nil
-}
-
-// convergenceAnalysisObject is the stored and returned analysis.
-type convergenceAnalysisObject struct {
-	resourceHeader       `json:",inline"`
-	convergence.Analysis `json:",inline"`
-}
+// validate applies the engine's own checks before anything runs or is stored; the engine
+// keeps what it indexed, so Analyze does not check the market again.
+func (req *analyzeMarketRequest) validate() *Error { return asValidation(req.Input.Validate()) }
 
 // handleAnalyzeMarket is POST /v1/convergence/analyze-market: screen the market, store the
 // analysis and, when collusion is found, the convergence.collusion_found event with it.
 func (s *Server) handleAnalyzeMarket() http.Handler {
-	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *analyzeMarketRequest) {
-		analysis, err := convergence.Analyze(req.Input)
-		var ie *convergence.InputError
-		if errors.As(err, &ie) {
-			writeError(w, r, engineInputError(ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message))
-			return
-		}
+	return handleJSON(s, func(r *http.Request, req *analyzeMarketRequest) (int, any, error) {
+		analysis, err := convergence.Analyze(r.Context(), req.Input)
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
-		h, now := s.newHeader(r, convergenceAnalyses)
-		obj := convergenceAnalysisObject{resourceHeader: h, Analysis: analysis}
-		payload, err := s.saveAnalysis(r, convergenceAnalyses, h, now, req.MarketID, obj, analysis.CollusionDetected)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		writeData(w, r, http.StatusOK, payload)
+		return s.saveAnalysis(r, product.Convergence, s.now(), req.MarketID, analysis, analysis.CollusionDetected)
 	})
 }

@@ -1,189 +1,126 @@
 package httpapi
 
 import (
-	"crypto/sha256"
 	"errors"
-	"hash"
 	"io"
 	"net/http"
 	"reflect"
-	"regexp"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"riskapi/internal/store"
+	"riskapi/engine"
+	"riskapi/internal/product"
 	"riskapi/meridian"
 )
 
-var meridianChecks = analysisKind{
-	product: store.ProductMeridian, object: "meridian.quality_check", idPrefix: "mqc", list: "meridian_quality_checks",
-	subject: "source_id", noun: "Meridian quality check", eventType: EventMeridianQualityCheckFailed,
-}
-
-// sourceIDPattern is the contract's source_id: 1–128 characters of [A-Za-z0-9._:/-].
-var sourceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
-
-const sourceIDExpected = "string (1-128 chars of [A-Za-z0-9._:/-])"
-
-// qualityCheckObject is the stored and returned quality check.
-type qualityCheckObject struct {
-	resourceHeader  `json:",inline"`
-	meridian.Result `json:",inline"`
+func init() {
+	registerProduct(product.Meridian, productAPI{
+		routes: func(s *Server) map[string]http.Handler {
+			return map[string]http.Handler{
+				product.Meridian.Analyze:               s.handleQualityCheck(),
+				"GET /v1/meridian/quality-checks":      s.handleListAnalyses(product.Meridian, meridian.ValidSourceID, meridian.SourceIDExpected),
+				"GET /v1/meridian/quality-checks/{id}": s.handleGetAnalysis(product.Meridian),
+			}
+		},
+	})
 }
 
 // handleQualityCheck is POST /v1/meridian/quality-check. Unlike the other endpoints it never
 // holds the request body: the body is decoded as it arrives — records one by one, CSV row by
-// row — into the engine's columnar dataset, while a SHA-256 of the raw bytes is taken for the
-// Idempotency-Key fingerprint. The order of checks is the contract's: decoding and validation
-// errors (400, not stored) come before idempotency (409/422).
+// row — into the engine's columnar dataset (handleStream), and checked by the engine once it
+// is read, before the Idempotency-Key is taken.
 func (s *Server) handleQualityCheck() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		digest := sha256.New()
-		req, ds, hasData, e := decodeQualityCheck(io.TeeReader(r.Body, digest))
-		if e != nil {
-			writeError(w, r, e)
-			return
+	return handleStream(s, decodeQualityCheck, validateQualityCheck, func(r *http.Request, req *meridian.Request) (int, any, error) {
+		now := s.now()
+		req.Now = now
+		res, err := meridian.Analyze(r.Context(), *req)
+		if err != nil {
+			return 0, nil, err
 		}
-		key, e := idempotencyKey(r)
-		if e != nil {
-			writeError(w, r, e)
-			return
-		}
-		if e := validateQualityCheck(&req, hasData); e != nil {
-			writeError(w, r, e)
-			return
-		}
-		s.execute(w, r, key, sumOf(digest), func(w http.ResponseWriter) { s.runQualityCheck(w, r, &req, ds) })
+		return s.saveAnalysis(r, product.Meridian, now, req.SourceID, res, !res.Passed)
 	})
 }
 
-func sumOf(h hash.Hash) (sum [sha256.Size]byte) {
-	copy(sum[:], h.Sum(nil))
-	return sum
-}
-
-// validateQualityCheck applies the engine's own checks of everything but the data (which was
-// checked while it was read), so the API and the library refuse the same requests alike, and
-// the rules that tie the members together (data or signals; checks need data) — all before
-// the Idempotency-Key is taken, so none of these 400s is stored.
-func validateQualityCheck(req *meridian.Request, hasData bool) *Error {
-	if !sourceIDPattern.MatchString(req.SourceID) {
-		received := "string"
-		if req.SourceID == "" {
-			received = "missing"
-		}
-		return invalidField("source_id", sourceIDExpected, received, "source_id is required: 1 to 128 letters, digits, '.', '_', ':', '/' or '-'.")
-	}
-	if e := engineError(req.Validate()); e != nil {
-		return e
-	}
-	switch {
-	case !hasData && req.Signals == nil:
-		return invalidField("data", "object (records or csv; or send signals)", "missing", "The request needs data (records or csv) or signals.")
-	case !hasData && len(req.Checks) > 0:
-		return invalidField("data", "object (records or csv; checks run on data)", "missing",
-			"checks need data to run on: send data.records or data.csv, or remove checks for a signals-only request.")
-	}
-	return nil
-}
-
-// engineError maps a Meridian validation error to the envelope; nil stays nil.
-func engineError(err error) *Error {
-	var ie *meridian.InputError
-	if errors.As(err, &ie) {
-		return engineInputError(ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message)
-	}
-	if err != nil {
-		return invalidField("checks", "array", "array", "%v", err)
-	}
-	return nil
-}
-
-func (s *Server) runQualityCheck(w http.ResponseWriter, r *http.Request, req *meridian.Request, ds *meridian.Dataset) {
-	h, now := s.newHeader(r, meridianChecks)
-	res, err := meridian.Evaluate(*req, ds, now)
-	var ie *meridian.InputError
-	if errors.As(err, &ie) {
-		writeError(w, r, engineInputError(ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message))
-		return
-	}
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	obj := qualityCheckObject{resourceHeader: h, Result: res}
-	payload, err := s.saveAnalysis(r, meridianChecks, h, now, req.SourceID, obj, !res.Passed)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeData(w, r, http.StatusOK, payload)
-}
+// validateQualityCheck checks the whole request once it is read — the rules that tie its
+// members together (a source_id, data or signals, checks need data) — with the engine, which
+// keeps what it compiled for Analyze.
+func validateQualityCheck(req *meridian.Request) *Error { return asValidation(req.Validate()) }
 
 // decodeQualityCheck reads a quality-check request from body. The data member is fed straight
-// into a dataset; every other member is decoded strictly on its own into the request as it is
-// read (unknown fields and wrong types are reported as on every endpoint; decoding merges
-// into req) and checked at once, so the first failure in document order is the one reported,
-// whichever side of data it stands. hasData reports whether records or csv were sent.
-func decodeQualityCheck(body io.Reader) (req meridian.Request, ds *meridian.Dataset, hasData bool, _ *Error) {
-	ds = meridian.NewDataset()
+// into the request's dataset; every other member is decoded strictly on its own into the
+// request as it is read (unknown fields and wrong types are reported as on every endpoint;
+// decoding merges into req) and checked by the engine at once, so the first failure in
+// document order is the one reported, whichever side of data it stands.
+func decodeQualityCheck(body io.Reader) (*meridian.Request, *Error) {
+	req, hasData, e := readQualityCheck(body)
+	if e != nil {
+		return nil, e
+	}
+	if !hasData {
+		req.Dataset = nil
+	}
+	return req, nil
+}
+
+// readQualityCheck reads the members of a quality-check request in document order;
+// hasData reports whether records or csv were sent.
+func readQualityCheck(body io.Reader) (req *meridian.Request, hasData bool, _ *Error) {
+	req = &meridian.Request{Dataset: meridian.NewDataset()}
+	ds := req.Dataset
 	dec := jsontext.NewDecoder(body)
 	tok, err := dec.ReadToken()
 	if errors.Is(err, io.EOF) {
-		return req, ds, false, decodeJSON(nil, &req) // an empty body reads as {}
+		return req, false, decodeJSON(nil, req) // an empty body reads as {}
 	}
 	if err != nil {
-		return req, ds, false, streamError(err)
+		return req, false, streamError(err)
 	}
 	if tok.Kind() != '{' {
 		e := newError(CodeBadRequest, "The request body must be a JSON object, starting with '{'.")
 		e.Details["offset"] = dec.InputOffset() - 1
-		return req, ds, false, e
+		return req, false, e
 	}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return req, ds, false, streamError(err)
+			return req, false, streamError(err)
 		}
 		name := tok.String() // a token is void after the next read
 		if name == "data" {
 			sent, e := readQualityData(dec, ds)
 			if e != nil {
-				return req, ds, false, e
+				return req, false, e
 			}
 			hasData = hasData || sent
 			continue
 		}
 		v, err := dec.ReadValue()
 		if err != nil {
-			return req, ds, false, streamError(err)
+			return req, false, streamError(err)
 		}
 		member, _ := jsontext.AppendQuote([]byte{'{'}, name)
 		member = append(append(append(member, ':'), v...), '}')
-		if e := decodeJSON(member, &req); e != nil {
-			return req, ds, false, e
+		if e := decodeJSON(member, req); e != nil {
+			return req, false, e
 		}
-		if name == "source_id" && !sourceIDPattern.MatchString(req.SourceID) {
-			return req, ds, false, invalidField("source_id", sourceIDExpected, "string", "source_id must be 1 to 128 letters, digits, '.', '_', ':', '/' or '-'.")
-		}
-		if e := engineError(req.ValidateMember(name)); e != nil {
-			return req, ds, false, e
+		if e := asValidation(req.ValidateMember(name)); e != nil {
+			return req, false, e
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return req, ds, false, streamError(err)
+		return req, false, streamError(err)
 	}
 	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			e := newError(CodeBadRequest, "Malformed JSON at byte offset %d: data after the end of the request object.", dec.InputOffset())
 			e.Details["offset"] = dec.InputOffset()
-			return req, ds, false, e
+			return req, false, e
 		}
-		return req, ds, false, streamError(err)
+		return req, false, streamError(err)
 	}
-	return req, ds, hasData, nil
+	return req, hasData, nil
 }
 
 // readQualityData streams the value of the data member into ds: records one by one, or the
@@ -298,9 +235,9 @@ func readCSV(ds *meridian.Dataset, text jsontext.Value, delim rune) *Error {
 // dataError maps what the dataset reports: the engine's validation errors keep their code and
 // path; anything from the stream is a stream error.
 func dataError(err error) *Error {
-	var ie *meridian.InputError
-	if errors.As(err, &ie) {
-		return engineInputError(ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message)
+	var invalid *engine.InputError
+	if errors.As(err, &invalid) {
+		return asValidation(err)
 	}
 	return streamError(err)
 }

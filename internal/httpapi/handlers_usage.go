@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/product"
 	"riskapi/internal/ratelimit"
 )
 
@@ -80,8 +81,8 @@ func (s *Server) handleUsage() http.Handler {
 		p := principalFrom(r.Context())
 		view := usageView{Object: "usage", Livemode: p.Livemode(), From: from.Format(dateLayout), To: to.Format(dateLayout),
 			Totals: map[string]int64{}, Days: []usageDay{}}
-		for _, product := range products {
-			view.Totals[product] = 0
+		for _, name := range product.Names() {
+			view.Totals[name] = 0
 		}
 		if p.Livemode() {
 			units, err := s.cfg.Store.Usage(r.Context(), p.Account.ID, from, to)
@@ -115,7 +116,7 @@ func (s *Server) handleUsage() http.Handler {
 func (s *Server) currentLimits(r *http.Request, p auth.Principal) ([]rateLimitState, error) {
 	categories := []string{""}
 	if p.Livemode() {
-		categories = slices.Concat(products, categories)
+		categories = slices.Concat(product.Names(), categories)
 	}
 	var applied []limitBucket
 	var keyBucket []limitBucket

@@ -197,7 +197,7 @@ func (r *createWebhookRequest) validateIn(ctx context.Context, s *Server) *Error
 
 // handleCreateWebhook is POST /v1/webhooks.
 func (s *Server) handleCreateWebhook() http.Handler {
-	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *createWebhookRequest) {
+	return handleJSON(s, func(r *http.Request, req *createWebhookRequest) (int, any, error) {
 		p := principalFrom(r.Context())
 		now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 		e := store.WebhookEndpoint{
@@ -211,14 +211,12 @@ func (s *Server) handleCreateWebhook() http.Handler {
 		if errors.Is(err, store.ErrLimitReached) {
 			le := newError(CodeBadRequest, "An account may have at most %d webhook endpoints in each mode; delete one first.", store.MaxEndpointsPerMode)
 			le.Details["limit"] = store.MaxEndpointsPerMode
-			writeError(w, r, le)
-			return
+			return 0, nil, le
 		}
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
-		writeData(w, r, http.StatusCreated, newWebhookEndpointObject(e))
+		return http.StatusCreated, newWebhookEndpointObject(e), nil
 	})
 }
 
@@ -242,26 +240,24 @@ func (s *Server) handleListWebhooks() http.Handler {
 
 // endpointFromPath loads the endpoint named by the {id} path value, scoped to the caller's
 // account and mode; writes the 404 itself.
-func (s *Server) endpointFromPath(w http.ResponseWriter, r *http.Request) (store.WebhookEndpoint, bool) {
+func (s *Server) endpointFromPath(r *http.Request) (store.WebhookEndpoint, error) {
 	p := principalFrom(r.Context())
 	e, err := s.cfg.Store.WebhookEndpoint(r.Context(), p.Account.ID, p.Key.Mode, r.PathValue("id"))
 	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, r, newError(CodeNotFound, "No webhook endpoint %s.", r.PathValue("id")))
-		return e, false
+		return e, newError(CodeNotFound, "No webhook endpoint %s.", r.PathValue("id"))
 	}
-	if err != nil {
-		writeError(w, r, err)
-		return e, false
-	}
-	return e, true
+	return e, err
 }
 
 // handleGetWebhook is GET /v1/webhooks/{id}.
 func (s *Server) handleGetWebhook() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e, ok := s.endpointFromPath(w, r); ok {
-			writeData(w, r, http.StatusOK, newWebhookEndpointObject(e))
+		e, err := s.endpointFromPath(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
 		}
+		writeData(w, r, http.StatusOK, newWebhookEndpointObject(e))
 	})
 }
 
@@ -289,10 +285,10 @@ func (r *updateWebhookRequest) validateIn(ctx context.Context, s *Server) *Error
 
 // handleUpdateWebhook is PATCH /v1/webhooks/{id}: changes the fields sent, keeps the rest.
 func (s *Server) handleUpdateWebhook() http.Handler {
-	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *updateWebhookRequest) {
-		e, ok := s.endpointFromPath(w, r)
-		if !ok {
-			return
+	return handleJSON(s, func(r *http.Request, req *updateWebhookRequest) (int, any, error) {
+		e, err := s.endpointFromPath(r)
+		if err != nil {
+			return 0, nil, err
 		}
 		if req.URL != nil {
 			e.URL = *req.URL
@@ -315,13 +311,12 @@ func (s *Server) handleUpdateWebhook() http.Handler {
 		}
 		e.UpdatedAt = s.cfg.Now().UTC().Truncate(time.Millisecond)
 		if err := s.cfg.Store.UpdateWebhookEndpoint(r.Context(), e); err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		if e.Status == store.EndpointEnabled {
 			s.cfg.Webhooks.Notify() // deliveries held while it was disabled are due now
 		}
-		writeData(w, r, http.StatusOK, newWebhookEndpointObject(e))
+		return http.StatusOK, newWebhookEndpointObject(e), nil
 	})
 }
 
@@ -357,8 +352,9 @@ func (s *Server) handleListDeliveries() http.Handler {
 			writeError(w, r, e)
 			return
 		}
-		endpoint, ok := s.endpointFromPath(w, r)
-		if !ok {
+		endpoint, err := s.endpointFromPath(r)
+		if err != nil {
+			writeError(w, r, err)
 			return
 		}
 		page, err := s.cfg.Store.ListDeliveries(r.Context(), endpoint.AccountID, endpoint.Mode, endpoint.ID, q.page)
@@ -375,19 +371,17 @@ type emptyRequest struct{}
 // handleRetryDelivery is POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry: one more
 // attempt now, whatever the delivery's status.
 func (s *Server) handleRetryDelivery() http.Handler {
-	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, _ *emptyRequest) {
+	return handleJSON(s, func(r *http.Request, _ *emptyRequest) (int, any, error) {
 		p := principalFrom(r.Context())
 		d, err := s.cfg.Store.RequestManualRetry(r.Context(), p.Account.ID, p.Key.Mode, r.PathValue("id"), r.PathValue("delivery_id"), s.cfg.Now())
 		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, r, newError(CodeNotFound, "No delivery %s of webhook endpoint %s.", r.PathValue("delivery_id"), r.PathValue("id")))
-			return
+			return 0, nil, newError(CodeNotFound, "No delivery %s of webhook endpoint %s.", r.PathValue("delivery_id"), r.PathValue("id"))
 		}
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		s.cfg.Webhooks.Notify()
-		writeData(w, r, http.StatusAccepted, newDeliveryObject(d))
+		return http.StatusAccepted, newDeliveryObject(d), nil
 	})
 }
 
@@ -399,22 +393,20 @@ type webhookTestResult struct {
 // handleTestWebhook is POST /v1/webhooks/{id}/test: a webhook.test event, sent to this
 // endpoint only, whatever it subscribes to.
 func (s *Server) handleTestWebhook() http.Handler {
-	return handleJSON(s, func(w http.ResponseWriter, r *http.Request, _ *emptyRequest) {
-		endpoint, ok := s.endpointFromPath(w, r)
-		if !ok {
-			return
+	return handleJSON(s, func(r *http.Request, _ *emptyRequest) (int, any, error) {
+		endpoint, err := s.endpointFromPath(r)
+		if err != nil {
+			return 0, nil, err
 		}
 		ev, err := newEvent(endpoint.AccountID, endpoint.Mode, EventWebhookTest, newWebhookEndpointObject(endpoint), s.cfg.Now())
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		d, err := s.cfg.Store.CreateEventFor(r.Context(), ev, endpoint.ID)
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		s.cfg.Webhooks.Notify()
-		writeData(w, r, http.StatusAccepted, webhookTestResult{EventID: ev.ID, DeliveryID: d.ID})
+		return http.StatusAccepted, webhookTestResult{EventID: ev.ID, DeliveryID: d.ID}, nil
 	})
 }

@@ -17,55 +17,6 @@ import (
 // records are forgotten after 24 hours (platform contract §5).
 var idempotencyPolicy = store.IdempotencyPolicy{ReclaimAfter: 5 * time.Minute, ExpireAfter: 24 * time.Hour}
 
-// contextValidatable is implemented by request types whose validation needs more than the
-// body: the caller's mode, or a DNS lookup (a webhook URL). It runs after validate and, like
-// it, before the Idempotency-Key is taken, so its 400s are never stored.
-type contextValidatable interface {
-	validateIn(ctx context.Context, s *Server) *Error
-}
-
-// handleJSON is the shape of every POST and PATCH endpoint: read the body, check the
-// Idempotency-Key header, decode and validate a Req, then run do at most once per
-// Idempotency-Key (POST only). The
-// order follows the contract: validation errors (400) come before idempotency conflicts
-// (409/422) and are never stored, so a client can fix the request and retry with the same key.
-func handleJSON[Req any](s *Server, do func(w http.ResponseWriter, r *http.Request, req *Req)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, e := readBody(r)
-		if e != nil {
-			writeError(w, r, e)
-			return
-		}
-		key, e := idempotencyKey(r)
-		if e != nil {
-			writeError(w, r, e)
-			return
-		}
-		var req Req
-		if e := decodeJSON(body, &req); e != nil {
-			writeError(w, r, e)
-			return
-		}
-		if c, ok := any(&req).(contextValidatable); ok {
-			if e := c.validateIn(r.Context(), s); e != nil {
-				writeError(w, r, e)
-				return
-			}
-		}
-		s.execute(w, r, key, sha256.Sum256(body), func(w http.ResponseWriter) { do(w, r, &req) })
-	})
-}
-
-// execute runs work for a request that passed every check: at most once per
-// Idempotency-Key when the request has one (bodySum fingerprints it), else plainly.
-func (s *Server) execute(w http.ResponseWriter, r *http.Request, key string, bodySum [sha256.Size]byte, work func(http.ResponseWriter)) {
-	if key == "" {
-		work(w)
-		return
-	}
-	s.runIdempotent(w, r, key, bodySum, work)
-}
-
 // idempotencyKey returns the request's Idempotency-Key: "" when absent, else 1–255
 // printable ASCII characters (400 INVALID_IDEMPOTENCY_KEY otherwise). Only POST uses it.
 func idempotencyKey(r *http.Request) (string, *Error) {

@@ -10,21 +10,14 @@ import (
 	"time"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/product"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
 )
 
-// Products whose endpoints are rate limited per product (platform contract §4). Any other
-// endpoint (account, webhooks, events, usage) counts in the "platform" bucket.
-var products = []string{"drift", "convergence", "cascade", "meridian"}
-
-// unlimited marks a plan cell the seed calls "Unlimited": it becomes the safety ceiling.
-// customLimit marks Enterprise Cascade's "Custom": the account's own value, else 10,000.
+// Constants of the platform contract §4 that are not per product (the per-product plan
+// table is the registry's, internal/product).
 const (
-	unlimited   int64 = -1
-	customLimit int64 = -2
-	// defaultEnterpriseCascade is Enterprise Cascade's hourly limit when the account has none.
-	defaultEnterpriseCascade = 10_000
 	// DefaultUnlimitedCeiling is the safety ceiling per hour behind "Unlimited".
 	DefaultUnlimitedCeiling = 1_000_000
 	// platformLimit: live-mode requests per account and hour to non-product endpoints.
@@ -35,37 +28,26 @@ const (
 	failedAuthLimit = 300
 )
 
-// planLimits is the seed's table of requests per hour by product and plan.
-var planLimits = map[store.Plan]map[string]int64{
-	store.PlanFreeTrial:    {"drift": 100, "convergence": 50, "cascade": 10, "meridian": 1000},
-	store.PlanStarter:      {"drift": 1000, "convergence": 500, "cascade": 100, "meridian": 10_000},
-	store.PlanProfessional: {"drift": 10_000, "convergence": 5000, "cascade": 1000, "meridian": 100_000},
-	store.PlanEnterprise:   {"drift": unlimited, "convergence": unlimited, "cascade": customLimit, "meridian": unlimited},
-}
-
 // productOfScope names the product an endpoint belongs to from the scope it needs
-// ("drift:write" → "drift"), or "" for a non-product endpoint.
+// ("drift:write" → "drift"), or "" for a non-product endpoint, whose requests count in the
+// "platform" bucket (account, webhooks, events, usage).
 func productOfScope(scope string) string {
-	resource, _, _ := strings.Cut(scope, ":")
-	for _, p := range products {
-		if p == resource {
-			return p
-		}
-	}
-	return ""
+	p, _ := product.OfScope(scope)
+	return p.Name
 }
 
 // hourlyLimit is an account's live-mode limit per hour for a product: its custom value if it
 // has one, else its plan's, with "Unlimited" replaced by the ceiling.
-func hourlyLimit(a store.Account, product string, ceiling int64) int64 {
-	if v := a.CustomLimits[product]; v > 0 {
+func hourlyLimit(a store.Account, name string, ceiling int64) int64 {
+	if v := a.CustomLimits[name]; v > 0 {
 		return v
 	}
-	switch v := planLimits[a.Plan][product]; v {
-	case unlimited, 0:
+	p, _ := product.Lookup(name)
+	switch v := p.HourlyLimits[a.Plan]; v {
+	case product.Unlimited, 0:
 		return ceiling
-	case customLimit:
-		return defaultEnterpriseCascade
+	case product.Custom:
+		return product.DefaultCustomLimit
 	default:
 		return v
 	}

@@ -33,13 +33,12 @@ type probeResult struct {
 }
 
 func (p *probe) mount(s *Server) {
-	s.mux.Handle("POST /v1/_test/drift", s.protected("drift:write", handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *probeRequest) {
+	s.mux.Handle("POST /v1/_test/drift", s.protected("drift:write", handleJSON(s, func(r *http.Request, req *probeRequest) (int, any, error) {
 		n := p.executions.Add(1)
 		time.Sleep(time.Duration(p.delay.Load()))
 		if p.failNext.CompareAndSwap(true, false) {
-			writeError(w, r, errInternal)
-			return
+			return 0, nil, errInternal
 		}
-		writeData(w, r, http.StatusOK, probeResult{Value: *req.Value, Execution: n})
+		return http.StatusOK, probeResult{Value: *req.Value, Execution: n}, nil
 	})))
 }

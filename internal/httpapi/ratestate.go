@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/product"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
 )
@@ -32,7 +33,7 @@ type RateLimitState struct {
 
 // Products lists the products that have their own rate limits, in the order GET /v1/usage
 // reports them.
-func Products() []string { return slices.Clone(products) }
+func Products() []string { return product.Names() }
 
 // PeekRateLimits returns, without counting anything, the state at now of every bucket the
 // requests of the principal's key count against: one per product and the platform bucket in
@@ -45,7 +46,7 @@ func PeekRateLimits(ctx context.Context, limiter ratelimit.Limiter, ceiling int6
 	s := &Server{cfg: Config{UnlimitedCeiling: ceiling}}
 	categories := []string{""}
 	if p.Livemode() {
-		categories = slices.Concat(products, categories)
+		categories = slices.Concat(product.Names(), categories)
 	}
 	var applied, keyBucket []limitBucket
 	for _, product := range categories {

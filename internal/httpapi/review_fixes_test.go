@@ -100,11 +100,11 @@ func TestPanicReleasesIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
 	b := setup(t, nil, func(s *Server) {
-		s.mux.Handle("POST /v1/_test/panic", s.protected("drift:write", handleJSON(s, func(w http.ResponseWriter, r *http.Request, req *probeRequest) {
+		s.mux.Handle("POST /v1/_test/panic", s.protected("drift:write", handleJSON(s, func(r *http.Request, req *probeRequest) (int, any, error) {
 			if calls.Add(1) == 1 {
 				panic("first call fails")
 			}
-			writeData(w, r, http.StatusOK, probeResult{Value: *req.Value, Execution: calls.Load()})
+			return http.StatusOK, probeResult{Value: *req.Value, Execution: calls.Load()}, nil
 		})))
 	})
 	h := map[string]string{"Authorization": "Bearer " + b.testKey, "Content-Type": "application/json", "Idempotency-Key": "panic-1"}

@@ -24,22 +24,10 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/events", s.protected("events:read", s.handleListEvents()))
 	s.mux.Handle("GET /v1/events/{id}", s.protected("events:read", s.handleGetEvent()))
 
-	s.mux.Handle("POST /v1/drift/events", s.protected("drift:write", s.handleIngestDriftEvents()))
-	s.mux.Handle("POST /v1/drift/analyze", s.protected("drift:write", s.handleAnalyzeDrift()))
-	s.mux.Handle("GET /v1/drift/analyses", s.protected("drift:read", s.handleListAnalyses(driftAnalyses, agentIDPattern, agentIDExpected)))
-	s.mux.Handle("GET /v1/drift/analyses/{id}", s.protected("drift:read", s.handleGetAnalysis(driftAnalyses)))
-
-	s.mux.Handle("POST /v1/convergence/analyze-market", s.protected("convergence:write", s.handleAnalyzeMarket()))
-	s.mux.Handle("GET /v1/convergence/analyses", s.protected("convergence:read", s.handleListAnalyses(convergenceAnalyses, marketIDPattern, marketIDExpected)))
-	s.mux.Handle("GET /v1/convergence/analyses/{id}", s.protected("convergence:read", s.handleGetAnalysis(convergenceAnalyses)))
-
-	s.mux.Handle("POST /v1/cascade/simulate", s.protected("cascade:write", s.handleSimulate()))
-	s.mux.Handle("GET /v1/cascade/simulations", s.protected("cascade:read", s.handleListSimulations()))
-	s.mux.Handle("GET /v1/cascade/simulations/{id}", s.protected("cascade:read", s.handleGetSimulation()))
-
-	s.mux.Handle("POST /v1/meridian/quality-check", s.protected("meridian:write", s.handleQualityCheck()))
-	s.mux.Handle("GET /v1/meridian/quality-checks", s.protected("meridian:read", s.handleListAnalyses(meridianChecks, sourceIDPattern, sourceIDExpected)))
-	s.mux.Handle("GET /v1/meridian/quality-checks/{id}", s.protected("meridian:read", s.handleGetAnalysis(meridianChecks)))
+	// The products (internal/product), each from its handler file (handlers_<product>.go).
+	for _, route := range s.productRoutes() {
+		s.mux.Handle(route.pattern, s.protected(route.scope, route.handler))
+	}
 
 	// Test mode: synthetic data with known truth, test-mode keys only. The product's write
 	// scope is checked once the body names the product.

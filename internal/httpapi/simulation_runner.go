@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/cascade"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
@@ -169,7 +170,8 @@ func simulateGuarded(ctx context.Context, in cascade.Input, progress func(done, 
 			err = fmt.Errorf("internal error in the engine: %v", p)
 		}
 	}()
-	return cascade.Simulate(ctx, in, cascade.Options{Progress: progress})
+	in.Run = cascade.Options{Progress: progress}
+	return cascade.Analyze(ctx, in)
 }
 
 // releaseSimulation hands a simulation back to the queue (shutdown, or a failure to start it).
@@ -203,7 +205,7 @@ func (s *Server) finishSimulation(owner string, sim store.Simulation, obj simula
 		log.Error("encode simulation", "err", err)
 		return
 	}
-	ev, err := newEvent(sim.AccountID, sim.Mode, EventCascadeSimulationCompleted, jsontext.Value(evPayload), now)
+	ev, err := newEvent(sim.AccountID, sim.Mode, product.Cascade.Event, jsontext.Value(evPayload), now)
 	if err != nil {
 		log.Error("encode simulation event", "err", err)
 		return

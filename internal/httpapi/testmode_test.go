@@ -5,32 +5,25 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
-
-// analysisEndpoints maps a product to the endpoint its generated requests are posted to and
-// the verdict field of the answer.
-var analysisEndpoints = map[string]struct{ path, verdict string }{
-	"drift":       {"/v1/drift/analyze", "shadow_principal_detected"},
-	"convergence": {"/v1/convergence/analyze-market", "collusion_detected"},
-	"cascade":     {"/v1/cascade/simulate", "systemic_risk_detected"},
-	"meridian":    {"/v1/meridian/quality-check", "passed"},
-}
 
 // Every scenario of every product: each generated item, posted as it is to its analysis
 // endpoint with the same test key, reaches the verdict its expected truth states.
 func TestGeneratedItemsReachTheirExpectedVerdicts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
-	for product, gen := range testGenerators {
-		endpoint := analysisEndpoints[product]
-		for _, scenario := range gen.scenarios() {
-			t.Run(product+"/"+scenario, func(t *testing.T) {
+	for _, p := range product.All {
+		endpoint := struct{ path, verdict string }{strings.TrimPrefix(p.Analyze, "POST "), p.Results.Verdict}
+		for _, scenario := range p.Scenarios() {
+			t.Run(p.Name+"/"+scenario, func(t *testing.T) {
 				r := b.send(http.MethodPost, "/v1/test/generate", b.testKey,
-					fmt.Sprintf(`{"product": %q, "scenario": %q, "count": 2, "seed": 7}`, product, scenario))
+					fmt.Sprintf(`{"product": %q, "scenario": %q, "count": 2, "seed": 7}`, p.Name, scenario))
 				if r.status != http.StatusOK {
 					t.Fatalf("generate: %d %s", r.status, r.raw)
 				}

@@ -1,0 +1,52 @@
+// Package enginetest holds the checks every engine's tests share: that cancelling the
+// context stops an analysis promptly. Only tests import it.
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// CancelLatency is how soon an engine must return after its context is cancelled: 100 ms,
+// the contract's bound on work that goes on after a client has gone. The race detector slows
+// every loop about tenfold, so under -race the bound is ten times as long (CI also runs these
+// tests without it).
+var CancelLatency = 100 * time.Millisecond * raceFactor
+
+// StopsSoonAfterCancel runs analyze once to completion, to learn how long it takes, then
+// again with a context cancelled a third of the way through, and fails unless that run
+// returns ctx's error within CancelLatency of the cancel. A run that finishes before its
+// cancel, or returns anything but context.Canceled, fails the test: only a run that saw the
+// cancel and stopped early passes.
+func StopsSoonAfterCancel(t *testing.T, analyze func(ctx context.Context) error) {
+	t.Helper()
+	start := time.Now()
+	if err := analyze(context.Background()); err != nil {
+		t.Fatalf("uncancelled run: %v", err)
+	}
+	full := time.Since(start)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- analyze(ctx) }()
+	timer := time.NewTimer(full / 3)
+	var cancelled time.Time
+	select {
+	case err := <-done:
+		cancel()
+		t.Fatalf("the run finished (%v) before its cancel a third of the way through (%v)", err, full/3)
+	case <-timer.C:
+		cancelled = time.Now()
+		cancel()
+	}
+	err := <-done
+	latency := time.Since(cancelled)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run returned %v, want context.Canceled", err)
+	}
+	if latency > CancelLatency {
+		t.Errorf("returned %v after the cancel, want at most %v (uncancelled run: %v)", latency, CancelLatency, full)
+	}
+	t.Logf("uncancelled %v; returned %v after a cancel at %v", full, latency, full/3)
+}

@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"hash"
+	"io"
+	"net/http"
+)
+
+// Every POST and PATCH endpoint takes one way through the code:
+//
+//	decode and validate the body → check the Idempotency-Key → do (engine, store) → envelope
+//
+// handleJSON does it for bodies read whole; handleStream for bodies decoded as they arrive
+// (Meridian's CSV of up to a million rows). Both share the idempotency step (execute) and
+// the contract's order of checks: decoding and validation errors (400) come before
+// idempotency conflicts (409/422) and are never stored, so a client can fix a request and
+// retry it with the same key.
+
+// doFunc is an endpoint's work once its request passed every check: the status and data of
+// the envelope, or an error, which writeError maps (an *engine.InputError is a 400).
+type doFunc[Req any] func(r *http.Request, req *Req) (status int, data any, err error)
+
+// contextValidatable is implemented by request types whose validation needs more than the
+// body: the caller's scopes, or a DNS lookup (a webhook URL). It runs after validate and, like
+// it, before the Idempotency-Key is taken, so its 400s are never stored.
+type contextValidatable interface {
+	validateIn(ctx context.Context, s *Server) *Error
+}
+
+// handleJSON reads the whole body, decodes and validates a Req (decodeJSON: its validate
+// method, then validateIn), and runs do at most once per Idempotency-Key (POST only).
+func handleJSON[Req any](s *Server, do doFunc[Req]) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, e := readBody(r)
+		if e != nil {
+			writeError(w, r, e)
+			return
+		}
+		key, e := idempotencyKey(r)
+		if e != nil {
+			writeError(w, r, e)
+			return
+		}
+		var req Req
+		if e := decodeJSON(body, &req); e != nil {
+			writeError(w, r, e)
+			return
+		}
+		if e := validateInContext(r.Context(), s, &req); e != nil {
+			writeError(w, r, e)
+			return
+		}
+		s.execute(w, r, key, sha256.Sum256(body), func() (int, any, error) { return do(r, &req) })
+	})
+}
+
+// streamDecoder decodes a request from its body as the bytes arrive, checking each member
+// as it is read, so that the first failure in document order is the one reported.
+type streamDecoder[Req any] func(body io.Reader) (*Req, *Error)
+
+// handleStream is handleJSON for a body that is never held whole: decode reads it as it
+// arrives while a SHA-256 of the raw bytes is taken for the Idempotency-Key fingerprint;
+// validate checks the whole request once it is read (the rules that tie members together).
+func handleStream[Req any](s *Server, decode streamDecoder[Req], validate func(*Req) *Error, do doFunc[Req]) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		digest := sha256.New()
+		req, e := decode(io.TeeReader(r.Body, digest))
+		if e != nil {
+			writeError(w, r, e)
+			return
+		}
+		key, e := idempotencyKey(r)
+		if e != nil {
+			writeError(w, r, e)
+			return
+		}
+		if e := validate(req); e != nil {
+			writeError(w, r, e)
+			return
+		}
+		if e := validateInContext(r.Context(), s, req); e != nil {
+			writeError(w, r, e)
+			return
+		}
+		s.execute(w, r, key, sumOf(digest), func() (int, any, error) { return do(r, req) })
+	})
+}
+
+func validateInContext(ctx context.Context, s *Server, req any) *Error {
+	if c, ok := req.(contextValidatable); ok {
+		return c.validateIn(ctx, s)
+	}
+	return nil
+}
+
+func sumOf(h hash.Hash) (sum [sha256.Size]byte) {
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+// execute runs work for a request that passed every check and answers with its envelope:
+// at most once per Idempotency-Key when the request has one (bodySum fingerprints it), else
+// plainly.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, key string, bodySum [sha256.Size]byte, work func() (int, any, error)) {
+	respond := func(w http.ResponseWriter) {
+		status, data, err := work()
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeData(w, r, status, data)
+	}
+	if key == "" {
+		respond(w)
+		return
+	}
+	s.runIdempotent(w, r, key, bodySum, respond)
+}

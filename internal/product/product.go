@@ -1,0 +1,189 @@
+// Package product is the registry of riskapi's products: one row per product, from which
+// the API's scopes, rate limits, routes' access rules, test mode, subscribable events, the
+// dashboard's lists and the contract's consistency test are all derived. Adding a product
+// means adding its row here (docs/adding-a-product.md lists the other files it touches).
+package product
+
+import (
+	"reflect"
+	"slices"
+
+	"riskapi/cascade"
+	"riskapi/convergence"
+	"riskapi/drift"
+	"riskapi/internal/store"
+	"riskapi/meridian"
+)
+
+// Product is one row of the registry.
+type Product struct {
+	// Name is the product's path segment (/v1/<name>/…), scope resource (<name>:read,
+	// <name>:write), rate-limit bucket, usage key and test-mode product.
+	Name string
+	// Title is how people read the name: "Drift".
+	Title string
+	// HourlyLimits are live-mode requests per hour by plan (the seed's table); Unlimited and
+	// Custom mark the cells that are not a number.
+	HourlyLimits map[store.Plan]int64
+	// Event is the kind of event the product emits when its verdict calls for it.
+	Event string
+	// Analyze is the endpoint that runs the engine, as "METHOD /v1/path".
+	Analyze string
+	// Results describes the stored objects the engine's runs produce.
+	Results Results
+	// Request and Result are the engine's input and result types (the JSON bodies of the
+	// Analyze endpoint's request and, less the resource header, of its result).
+	Request, Result reflect.Type
+	// Scenarios lists the test-mode scenarios; Generate makes one case of a scenario from a
+	// seed: the engine's input and the truth planted in it.
+	Scenarios func() []string
+	Generate  func(scenario string, seed int64) (request, truth any)
+}
+
+// Results describes a product's stored results and how they are listed.
+type Results struct {
+	Object   string // the object's "object" value: "drift.analysis"
+	IDPrefix string // "dra"
+	// Path is the collection: GET Path lists, GET Path/{id} reads one.
+	Path string
+	List string // the list's name in pagination cursors
+	// Subject is the list's filter parameter ("agent_id"), "" when the list has none;
+	// SubjectLabel is how the dashboard heads that column.
+	Subject, SubjectLabel string
+	Noun                  string // how messages name one: "Drift analysis"
+	// Verdict is the boolean member of the object that carries the verdict, and whether true
+	// is the bad outcome (the dashboard colours it); "" when the object has no single verdict.
+	Verdict      string
+	VerdictIsBad bool
+	Yes, No      string // how the dashboard words the verdict
+	// Asynchronous: results may be stored queued and completed in the background.
+	Asynchronous bool
+}
+
+// Limit cells of HourlyLimits that are not a number of requests.
+const (
+	// Unlimited is the seed's "Unlimited": the deployment's safety ceiling applies.
+	Unlimited int64 = -1
+	// Custom is the seed's "Custom": the account's own limit, else DefaultCustomLimit.
+	Custom int64 = -2
+	// DefaultCustomLimit is a Custom cell's hourly limit when the account has none.
+	DefaultCustomLimit = 10_000
+)
+
+// The registry, in the contract's order.
+var (
+	Drift = Product{
+		Name: "drift", Title: "Drift",
+		HourlyLimits: limits(100, 1000, 10_000, Unlimited),
+		Event:        "drift.shadow_detected",
+		Analyze:      "POST /v1/drift/analyze",
+		Results: Results{Object: "drift.analysis", IDPrefix: "dra", Path: "/v1/drift/analyses", List: "drift_analyses",
+			Subject: "agent_id", SubjectLabel: "Agent", Noun: "Drift analysis",
+			Verdict: "shadow_principal_detected", VerdictIsBad: true, Yes: "Shadow principal detected", No: "No shadow principal"},
+		Request: reflect.TypeFor[drift.Input](), Result: reflect.TypeFor[drift.Analysis](),
+		Scenarios: drift.TestModeScenarios,
+		Generate: func(scenario string, seed int64) (any, any) {
+			in, truth := drift.Generate(scenario, seed, drift.GenParams{})
+			return in, truth
+		},
+	}
+	Convergence = Product{
+		Name: "convergence", Title: "Convergence",
+		HourlyLimits: limits(50, 500, 5000, Unlimited),
+		Event:        "convergence.collusion_found",
+		Analyze:      "POST /v1/convergence/analyze-market",
+		Results: Results{Object: "convergence.analysis", IDPrefix: "cva", Path: "/v1/convergence/analyses", List: "convergence_analyses",
+			Subject: "market_id", SubjectLabel: "Market", Noun: "Convergence analysis",
+			Verdict: "collusion_detected", VerdictIsBad: true, Yes: "Collusion detected", No: "No collusion"},
+		Request: reflect.TypeFor[convergence.Input](), Result: reflect.TypeFor[convergence.Analysis](),
+		Scenarios: convergence.TestModeScenarios,
+		Generate: func(scenario string, seed int64) (any, any) {
+			in, truth := convergence.Generate(scenario, seed, convergence.GenParams{})
+			return in, truth
+		},
+	}
+	Cascade = Product{
+		Name: "cascade", Title: "Cascade",
+		HourlyLimits: limits(10, 100, 1000, Custom),
+		Event:        "cascade.simulation_completed",
+		Analyze:      "POST /v1/cascade/simulate",
+		Results: Results{Object: "cascade.simulation", IDPrefix: "csm", Path: "/v1/cascade/simulations", List: "cascade_simulations",
+			Noun: "Cascade simulation", Verdict: "systemic_risk_detected", VerdictIsBad: true,
+			Yes: "Systemic risk", No: "No systemic risk", Asynchronous: true},
+		Request: reflect.TypeFor[cascade.Input](), Result: reflect.TypeFor[cascade.Result](),
+		Scenarios: cascade.TestModeScenarios,
+		Generate: func(scenario string, seed int64) (any, any) {
+			in, truth := cascade.Generate(scenario, seed, cascade.GenParams{})
+			return in, truth
+		},
+	}
+	Meridian = Product{
+		Name: "meridian", Title: "Meridian",
+		HourlyLimits: limits(1000, 10_000, 100_000, Unlimited),
+		Event:        "meridian.quality_check_failed",
+		Analyze:      "POST /v1/meridian/quality-check",
+		Results: Results{Object: "meridian.quality_check", IDPrefix: "mqc", Path: "/v1/meridian/quality-checks", List: "meridian_quality_checks",
+			Subject: "source_id", SubjectLabel: "Source", Noun: "Meridian quality check",
+			Verdict: "passed", VerdictIsBad: false, Yes: "Passed", No: "Failed"},
+		Request: reflect.TypeFor[meridian.Request](), Result: reflect.TypeFor[meridian.Result](),
+		Scenarios: meridian.TestModeScenarios,
+		Generate: func(scenario string, seed int64) (any, any) {
+			req, truth := meridian.Generate(scenario, seed, meridian.GenParams{})
+			return req, truth
+		},
+	}
+)
+
+// All is every product, in the contract's order (the order of lists and of GET /v1/usage).
+var All = []Product{Drift, Convergence, Cascade, Meridian}
+
+// limits is a row of the seed's plan table.
+func limits(freeTrial, starter, professional, enterprise int64) map[store.Plan]int64 {
+	return map[store.Plan]int64{
+		store.PlanFreeTrial: freeTrial, store.PlanStarter: starter,
+		store.PlanProfessional: professional, store.PlanEnterprise: enterprise,
+	}
+}
+
+// Lookup returns the product called name.
+func Lookup(name string) (Product, bool) {
+	i := slices.IndexFunc(All, func(p Product) bool { return p.Name == name })
+	if i < 0 {
+		return Product{}, false
+	}
+	return All[i], true
+}
+
+// Names lists the products' names in registry order.
+func Names() []string {
+	out := make([]string, len(All))
+	for i, p := range All {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// Events lists the event kinds the products emit, in registry order.
+func Events() []string {
+	out := make([]string, len(All))
+	for i, p := range All {
+		out[i] = p.Event
+	}
+	return out
+}
+
+// ReadScope is the scope GET endpoints of the product need: "drift:read".
+func (p Product) ReadScope() string { return p.Name + ":read" }
+
+// WriteScope is the scope POST endpoints of the product need: "drift:write".
+func (p Product) WriteScope() string { return p.Name + ":write" }
+
+// OfScope names the product a scope belongs to ("drift:write" → Drift), if any.
+func OfScope(scope string) (Product, bool) {
+	for _, p := range All {
+		if len(scope) > len(p.Name) && scope[:len(p.Name)] == p.Name && scope[len(p.Name)] == ':' {
+			return p, true
+		}
+	}
+	return Product{}, false
+}
