@@ -6,23 +6,12 @@ import (
 	"net/http"
 	"strconv"
 
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
 // recentAnalyses is how many results of each product the Analyses page lists.
 const recentAnalyses = 10
-
-// verdicts name the field that carries each product's verdict and what its values mean.
-var verdicts = map[string]struct {
-	field              string
-	yes, no            string
-	yesIsBad           bool
-	subjectLabel, name string
-}{
-	store.ProductDrift:       {"shadow_principal_detected", "Shadow principal detected", "No shadow principal", true, "Agent", "Drift"},
-	store.ProductConvergence: {"collusion_detected", "Collusion detected", "No collusion", true, "Market", "Convergence"},
-	store.ProductMeridian:    {"passed", "Passed", "Failed", false, "Source", "Meridian"},
-}
 
 type analysesData struct {
 	Products []productAnalyses
@@ -101,18 +90,21 @@ func (h *Handler) handleAnalyses() signedInHandler {
 	return func(w http.ResponseWriter, r *http.Request, v *visitor) {
 		ctx := r.Context()
 		var data analysesData
-		for _, product := range []string{store.ProductDrift, store.ProductConvergence, store.ProductMeridian} {
-			spec := verdicts[product]
-			page, err := h.cfg.Store.ListAnalyses(ctx, v.account.ID, v.mode, product, "", store.PageQuery{Limit: recentAnalyses})
+		for _, p := range product.All {
+			if p.Results.Asynchronous {
+				continue // Cascade's simulations, below, with their chart
+			}
+			res := p.Results
+			page, err := h.cfg.Store.ListAnalyses(ctx, v.account.ID, v.mode, p.Name, "", store.PageQuery{Limit: recentAnalyses})
 			if err != nil {
-				h.cfg.Logger.Error("dashboard: list analyses", "product", product, "err", err)
+				h.cfg.Logger.Error("dashboard: list analyses", "product", p.Name, "err", err)
 				h.renderError(w, r, http.StatusServiceUnavailable, "Analyses cannot be listed right now. Try again.")
 				return
 			}
-			pa := productAnalyses{Name: spec.name, SubjectLabel: spec.subjectLabel, Total: formatInt(page.TotalCount)}
+			pa := productAnalyses{Name: p.Title, SubjectLabel: res.SubjectLabel, Total: formatInt(page.TotalCount)}
 			for _, a := range page.Items {
 				m := payloadFields(a.Payload)
-				verdict, tone := verdictOf(m, spec.field, spec.yes, spec.no, spec.yesIsBad)
+				verdict, tone := verdictOf(m, res.Verdict, res.Yes, res.No, res.VerdictIsBad)
 				subject := a.Subject
 				if subject == "" {
 					subject = "—"
@@ -131,7 +123,8 @@ func (h *Handler) handleAnalyses() signedInHandler {
 		data.Cascade.Total = formatInt(sims.TotalCount)
 		for _, s := range sims.Items {
 			m := payloadFields(s.Payload)
-			verdict, tone := verdictOf(m, "systemic_risk_detected", "Systemic risk", "No systemic risk", true)
+			res := product.Cascade.Results
+			verdict, tone := verdictOf(m, res.Verdict, res.Yes, res.No, res.VerdictIsBad)
 			if s.Status != store.SimulationCompleted {
 				verdict, tone = s.Status, ""
 			}

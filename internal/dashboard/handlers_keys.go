@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
@@ -115,7 +116,7 @@ func expiryDuration(v string) (time.Duration, bool) {
 func newKeyFormData(f keyForm) keyFormData {
 	d := keyFormData{Form: f, Expiries: expiries}
 	choices := slices.Clone(auth.Scopes)
-	for _, resource := range []string{"drift", "convergence", "cascade", "meridian", "webhooks"} {
+	for _, resource := range append(product.Names(), "webhooks") {
 		choices = append(choices, resource+":*")
 	}
 	for _, s := range choices {

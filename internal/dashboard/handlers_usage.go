@@ -8,6 +8,7 @@ import (
 
 	"riskapi/internal/auth"
 	"riskapi/internal/httpapi"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
@@ -38,12 +39,11 @@ type limitRow struct {
 	Meter                               template.HTML
 }
 
-var productNames = map[string]string{"drift": "Drift", "convergence": "Convergence", "cascade": "Cascade", "meridian": "Meridian"}
-
 func policyName(s httpapi.RateLimitState) string {
 	switch {
 	case s.Product != "":
-		return productNames[s.Product] + " (per hour)"
+		p, _ := product.Lookup(s.Product)
+		return p.Title + " (per hour)"
 	case s.Policy == "platform":
 		return "Account, usage, webhooks and events (per hour)"
 	case s.Policy == "test-day":
@@ -66,15 +66,15 @@ func (h *Handler) handleUsage() signedInHandler {
 		now := h.cfg.Now().UTC()
 		to := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 		from := to.AddDate(0, 0, -(usageDays - 1))
-		products := httpapi.Products()
+		products := product.Names()
 		data := usageData{From: from.Format("2006-01-02"), To: to.Format("2006-01-02"), Live: v.mode == store.ModeLive}
-		for _, p := range products {
-			data.Products = append(data.Products, productNames[p])
+		for _, p := range product.All {
+			data.Products = append(data.Products, p.Title)
 		}
 		labels := make([]string, usageDays)
 		series := make([]chartSeries, len(products))
-		for i, p := range products {
-			series[i] = chartSeries{Name: productNames[p], Values: make([]float64, usageDays)}
+		for i, p := range product.All {
+			series[i] = chartSeries{Name: p.Title, Values: make([]float64, usageDays)}
 		}
 		totals := make([]int64, len(products))
 		if data.Live {

@@ -58,10 +58,10 @@ func TestPagesRenderWithAndWithoutData(t *testing.T) {
 		t.Fatal(err)
 	}
 	analyses := []store.Analysis{
-		{ID: ident.New("dra"), Product: store.ProductDrift, Subject: "agent_7", Payload: []byte(`{"shadow_principal_detected":true,"score":23.5,"risk_band":"critical"}`)},
-		{ID: ident.New("cva"), Product: store.ProductConvergence, Subject: "fuel-north", Payload: []byte(`{"collusion_detected":false,"score":81,"risk_band":"low"}`)},
-		{ID: ident.New("mqc"), Product: store.ProductMeridian, Subject: "prices-feed", Payload: []byte(`{"passed":false,"score":42.1,"tier":"bronze"}`)},
-		{ID: ident.New("dra"), Product: store.ProductDrift, Subject: "agent_8", Payload: []byte(`not json`)},
+		{ID: ident.New("dra"), Product: "drift", Subject: "agent_7", Payload: []byte(`{"shadow_principal_detected":true,"score":23.5,"risk_band":"critical"}`)},
+		{ID: ident.New("cva"), Product: "convergence", Subject: "fuel-north", Payload: []byte(`{"collusion_detected":false,"score":81,"risk_band":"low"}`)},
+		{ID: ident.New("mqc"), Product: "meridian", Subject: "prices-feed", Payload: []byte(`{"passed":false,"score":42.1,"tier":"bronze"}`)},
+		{ID: ident.New("dra"), Product: "drift", Subject: "agent_8", Payload: []byte(`not json`)},
 	}
 	for _, a := range analyses {
 		a.AccountID, a.Mode, a.CreatedAt = acct.ID, store.ModeTest, now

@@ -31,10 +31,6 @@ type RateLimitState struct {
 	Reset     time.Time // end of the current window
 }
 
-// Products lists the products that have their own rate limits, in the order GET /v1/usage
-// reports them.
-func Products() []string { return product.Names() }
-
 // PeekRateLimits returns, without counting anything, the state at now of every bucket the
 // requests of the principal's key count against: one per product and the platform bucket in
 // live mode, the daily bucket in test mode, and the key's own bucket if it has a limit.

@@ -5,13 +5,6 @@ import (
 	"time"
 )
 
-// Products whose results are kept as analyses.
-const (
-	ProductDrift       = "drift"
-	ProductConvergence = "convergence"
-	ProductMeridian    = "meridian"
-)
-
 // Analysis is a stored result of a synchronous analysis endpoint (a Drift analysis, a
 // Convergence analysis, a Meridian quality check). Payload is the object exactly as GET
 // returns it, so every read and the event about it carry the same bytes.
@@ -19,7 +12,7 @@ type Analysis struct {
 	ID        string // dra_…, cva_…, mqc_…
 	AccountID string
 	Mode      Mode
-	Product   string // ProductDrift, ProductConvergence or ProductMeridian
+	Product   string // the product's registry name (internal/product): "drift", "convergence", "meridian"
 	// Subject is what the product's list filters on: the agent_id (Drift), market_id
 	// (Convergence) or source_id (Meridian); "" when the request named none.
 	Subject   string

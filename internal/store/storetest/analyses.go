@@ -29,12 +29,12 @@ func testAnalysisRoundTrip(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	acct := ident.New("acct")
 	endpoint := mustCreateEndpoint(t, s, newEndpoint(acct, store.ModeTest, kindDrift))
-	a := newAnalysis(acct, store.ModeTest, store.ProductDrift, "agent_7", t0)
+	a := newAnalysis(acct, store.ModeTest, "drift", "agent_7", t0)
 	ev := newEvent(acct, store.ModeTest, kindDrift, t0)
 	if err := s.CreateAnalysis(ctx, a, &ev); err != nil {
 		t.Fatalf("CreateAnalysis: %v", err)
 	}
-	got, err := s.Analysis(ctx, acct, store.ModeTest, store.ProductDrift, a.ID)
+	got, err := s.Analysis(ctx, acct, store.ModeTest, "drift", a.ID)
 	if err != nil {
 		t.Fatalf("Analysis: %v", err)
 	}
@@ -55,9 +55,9 @@ func testAnalysisRoundTrip(t *testing.T, s store.Store) {
 		acct, product string
 		mode          store.Mode
 	}{
-		{"other account", ident.New("acct"), store.ProductDrift, store.ModeTest},
-		{"other mode", acct, store.ProductDrift, store.ModeLive},
-		{"other product", acct, store.ProductMeridian, store.ModeTest},
+		{"other account", ident.New("acct"), "drift", store.ModeTest},
+		{"other mode", acct, "drift", store.ModeLive},
+		{"other product", acct, "meridian", store.ModeTest},
 	} {
 		if _, err := s.Analysis(ctx, other.acct, other.mode, other.product, a.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Analysis from %s: error = %v, want ErrNotFound", other.name, err)
@@ -71,7 +71,7 @@ func testAnalysisRoundTrip(t *testing.T, s store.Store) {
 	}
 
 	// Without an event nothing is fanned out.
-	quiet := newAnalysis(acct, store.ModeTest, store.ProductDrift, "agent_7", t0.Add(time.Second))
+	quiet := newAnalysis(acct, store.ModeTest, "drift", "agent_7", t0.Add(time.Second))
 	if err := s.CreateAnalysis(ctx, quiet, nil); err != nil {
 		t.Fatalf("CreateAnalysis without event: %v", err)
 	}
@@ -86,11 +86,11 @@ func testAnalysisOutboxAtomic(t *testing.T, s store.Store) {
 	acct := ident.New("acct")
 	ev := newEvent(acct, store.ModeLive, kindDrift, t0)
 	mustCreateEvent(t, s, ev)
-	a := newAnalysis(acct, store.ModeLive, store.ProductDrift, "agent_1", t0)
+	a := newAnalysis(acct, store.ModeLive, "drift", "agent_1", t0)
 	if err := s.CreateAnalysis(ctx, a, &ev); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateAnalysis with an event id that exists: error = %v, want ErrConflict", err)
 	}
-	if _, err := s.Analysis(ctx, acct, store.ModeLive, store.ProductDrift, a.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Analysis(ctx, acct, store.ModeLive, "drift", a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("analysis after its event failed: error = %v, want ErrNotFound (rolled back)", err)
 	}
 	if err := s.CreateAnalysis(ctx, a, nil); err != nil {
@@ -111,7 +111,7 @@ func testListAnalyses(t *testing.T, s store.Store) {
 		if i%5 == 0 {
 			subject = "agent_9"
 		}
-		a := newAnalysis(acct, store.ModeLive, store.ProductDrift, subject, t0.Add(time.Duration(i)*time.Millisecond))
+		a := newAnalysis(acct, store.ModeLive, "drift", subject, t0.Add(time.Duration(i)*time.Millisecond))
 		if err := s.CreateAnalysis(ctx, a, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -121,9 +121,9 @@ func testListAnalyses(t *testing.T, s store.Store) {
 	}
 	// Noise that no list below may show.
 	for _, a := range []store.Analysis{
-		newAnalysis(acct, store.ModeTest, store.ProductDrift, "agent_7", t0),
-		newAnalysis(acct, store.ModeLive, store.ProductMeridian, "agent_7", t0),
-		newAnalysis(ident.New("acct"), store.ModeLive, store.ProductDrift, "agent_7", t0),
+		newAnalysis(acct, store.ModeTest, "drift", "agent_7", t0),
+		newAnalysis(acct, store.ModeLive, "meridian", "agent_7", t0),
+		newAnalysis(ident.New("acct"), store.ModeLive, "drift", "agent_7", t0),
 	} {
 		if err := s.CreateAnalysis(ctx, a, nil); err != nil {
 			t.Fatal(err)
@@ -131,12 +131,12 @@ func testListAnalyses(t *testing.T, s store.Store) {
 	}
 	all, err := store.CollectAll(func(q store.PageQuery) (store.Page[store.Analysis], error) {
 		q.Limit = 10
-		return s.ListAnalyses(ctx, acct, store.ModeLive, store.ProductDrift, "", q)
+		return s.ListAnalyses(ctx, acct, store.ModeLive, "drift", "", q)
 	}, store.AnalysisPosition)
 	if err != nil || len(all) != 25 {
 		t.Fatalf("ListAnalyses (all) = %d items, %v; want 25", len(all), err)
 	}
-	page, err := s.ListAnalyses(ctx, acct, store.ModeLive, store.ProductDrift, "agent_7", store.PageQuery{Limit: 100})
+	page, err := s.ListAnalyses(ctx, acct, store.ModeLive, "drift", "agent_7", store.PageQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
