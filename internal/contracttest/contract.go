@@ -371,3 +371,79 @@ func schemaLeaf(e *openapi3.SchemaError) string {
 	}
 	return "at '/" + strings.Join(e.JSONPointer(), "/") + "': " + reason
 }
+
+// RequestMembers lists the top-level members of the JSON request body of an operation, given
+// as Operations writes it ("POST /drift/analyze"), sorted.
+func (c *Contract) RequestMembers(op string) ([]string, error) {
+	o, err := c.operation(op)
+	if err != nil {
+		return nil, err
+	}
+	if o.RequestBody == nil || o.RequestBody.Value == nil || o.RequestBody.Value.Content.Get("application/json") == nil {
+		return nil, fmt.Errorf("%s has no JSON request body", op)
+	}
+	return schemaMembers(o.RequestBody.Value.Content.Get("application/json").Schema), nil
+}
+
+// DataMembers lists the top-level members of data in an operation's response of status
+// ("200"), sorted.
+func (c *Contract) DataMembers(op, status string) ([]string, error) {
+	o, err := c.operation(op)
+	if err != nil {
+		return nil, err
+	}
+	resp := o.Responses.Value(status)
+	if resp == nil || resp.Value == nil || resp.Value.Content.Get("application/json") == nil {
+		return nil, fmt.Errorf("%s has no JSON %s response", op, status)
+	}
+	var members []string
+	for _, data := range findProperty(resp.Value.Content.Get("application/json").Schema, "data") {
+		members = append(members, schemaMembers(data)...)
+	}
+	if members == nil {
+		return nil, fmt.Errorf("%s's %s response has no data members", op, status)
+	}
+	slices.Sort(members)
+	return slices.Compact(members), nil
+}
+
+func (c *Contract) operation(op string) (*openapi3.Operation, error) {
+	method, path, _ := strings.Cut(op, " ")
+	item := c.doc.Paths.Value(path)
+	if item == nil || item.GetOperation(method) == nil {
+		return nil, fmt.Errorf("api/openapi.yaml has no operation %s", op)
+	}
+	return item.GetOperation(method), nil
+}
+
+// schemaMembers lists the properties of a schema, those of its allOf parts included, sorted.
+func schemaMembers(ref *openapi3.SchemaRef) []string {
+	if ref == nil || ref.Value == nil {
+		return nil
+	}
+	var out []string
+	for name := range ref.Value.Properties {
+		out = append(out, name)
+	}
+	for _, part := range ref.Value.AllOf {
+		out = append(out, schemaMembers(part)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// findProperty returns the schemas of property name of a schema and of its allOf parts (an
+// envelope's generic data and the operation's own).
+func findProperty(ref *openapi3.SchemaRef, name string) []*openapi3.SchemaRef {
+	if ref == nil || ref.Value == nil {
+		return nil
+	}
+	var out []*openapi3.SchemaRef
+	if p := ref.Value.Properties[name]; p != nil {
+		out = append(out, p)
+	}
+	for _, part := range ref.Value.AllOf {
+		out = append(out, findProperty(part, name)...)
+	}
+	return out
+}

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -9,36 +11,43 @@ import (
 // endpoints (/healthz, /readyz, /metrics) are outside the versioned API.
 func (s *Server) routes() {
 	// Public: no key needed, not rate limited.
-	s.mux.Handle("GET /v1", s.handleServiceInfo())
-	s.mux.Handle("GET /v1/{$}", s.handleServiceInfo())
-	s.mux.Handle("GET /v1/openapi.json", handleOpenAPI())
-	s.mux.Handle("GET /healthz", handleHealth())
-	s.mux.Handle("GET /readyz", s.handleReady())
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
+	s.handle("GET /v1", s.handleServiceInfo())
+	s.handle("GET /v1/{$}", s.handleServiceInfo())
+	s.handle("GET /v1/openapi.json", handleOpenAPI())
+	s.handle("GET /healthz", handleHealth())
+	s.handle("GET /readyz", s.handleReady())
+	s.handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
 
 	// Authenticated. The scope names the product whose rate limit and usage an endpoint
 	// counts against (see protected).
-	s.mux.Handle("GET /v1/account", s.protected("", handleAccount()))
-	s.mux.Handle("GET /v1/usage", s.protected("usage:read", s.handleUsage()))
+	s.handle("GET /v1/account", s.protected("", handleAccount()))
+	s.handle("GET /v1/usage", s.protected("usage:read", s.handleUsage()))
 
-	s.mux.Handle("GET /v1/events", s.protected("events:read", s.handleListEvents()))
-	s.mux.Handle("GET /v1/events/{id}", s.protected("events:read", s.handleGetEvent()))
+	s.handle("GET /v1/events", s.protected("events:read", s.handleListEvents()))
+	s.handle("GET /v1/events/{id}", s.protected("events:read", s.handleGetEvent()))
 
 	// The products (internal/product), each from its handler file (handlers_<product>.go).
 	for _, route := range s.productRoutes() {
-		s.mux.Handle(route.pattern, s.protected(route.scope, route.handler))
+		s.handle(route.pattern, s.protected(route.scope, route.handler))
 	}
 
 	// Test mode: synthetic data with known truth, test-mode keys only. The product's write
 	// scope is checked once the body names the product.
-	s.mux.Handle("POST /v1/test/generate", s.protectedTestOnly(s.handleTestGenerate()))
+	s.handle("POST /v1/test/generate", s.protectedTestOnly(s.handleTestGenerate()))
 
-	s.mux.Handle("POST /v1/webhooks", s.protected("webhooks:write", s.handleCreateWebhook()))
-	s.mux.Handle("GET /v1/webhooks", s.protected("webhooks:read", s.handleListWebhooks()))
-	s.mux.Handle("GET /v1/webhooks/{id}", s.protected("webhooks:read", s.handleGetWebhook()))
-	s.mux.Handle("PATCH /v1/webhooks/{id}", s.protected("webhooks:write", s.handleUpdateWebhook()))
-	s.mux.Handle("DELETE /v1/webhooks/{id}", s.protected("webhooks:write", s.handleDeleteWebhook()))
-	s.mux.Handle("GET /v1/webhooks/{id}/deliveries", s.protected("webhooks:read", s.handleListDeliveries()))
-	s.mux.Handle("POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry", s.protected("webhooks:write", s.handleRetryDelivery()))
-	s.mux.Handle("POST /v1/webhooks/{id}/test", s.protected("webhooks:write", s.handleTestWebhook()))
+	s.handle("POST /v1/webhooks", s.protected("webhooks:write", s.handleCreateWebhook()))
+	s.handle("GET /v1/webhooks", s.protected("webhooks:read", s.handleListWebhooks()))
+	s.handle("GET /v1/webhooks/{id}", s.protected("webhooks:read", s.handleGetWebhook()))
+	s.handle("PATCH /v1/webhooks/{id}", s.protected("webhooks:write", s.handleUpdateWebhook()))
+	s.handle("DELETE /v1/webhooks/{id}", s.protected("webhooks:write", s.handleDeleteWebhook()))
+	s.handle("GET /v1/webhooks/{id}/deliveries", s.protected("webhooks:read", s.handleListDeliveries()))
+	s.handle("POST /v1/webhooks/{id}/deliveries/{delivery_id}/retry", s.protected("webhooks:write", s.handleRetryDelivery()))
+	s.handle("POST /v1/webhooks/{id}/test", s.protected("webhooks:write", s.handleTestWebhook()))
+}
+
+// handle mounts h at pattern and records the pattern, so that tests can hold the routes
+// against the contract and the product registry.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
 }

@@ -85,6 +85,8 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *httpMetrics
 	simWake simulationWake
+	// patterns are the routes as mounted (routes.go), in order.
+	patterns []string
 }
 
 // NewServer builds the API over cfg's dependencies.
