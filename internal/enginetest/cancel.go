@@ -9,19 +9,23 @@ import (
 	"time"
 )
 
-// CancelLatency is how soon an engine must return after its context is cancelled: 100 ms,
-// the contract's bound on work that goes on after a client has gone. The race detector slows
-// every loop about tenfold, so under -race the bound is ten times as long (CI also runs these
-// tests without it).
-var CancelLatency = 100 * time.Millisecond * raceFactor
+// CancelLatency is how soon an engine must return after its context is cancelled: the bound
+// on work that goes on after a client has gone.
+const CancelLatency = 100 * time.Millisecond
 
 // StopsSoonAfterCancel runs analyze once to completion, to learn how long it takes, then
 // again with a context cancelled a third of the way through, and fails unless that run
 // returns ctx's error within CancelLatency of the cancel. A run that finishes before its
 // cancel, or returns anything but context.Canceled, fails the test: only a run that saw the
 // cancel and stopped early passes.
+//
+// Under the race detector, which slows the engines' loops 10 to 100 times, the check is
+// skipped: its timing would mean nothing. CI runs it without the detector.
 func StopsSoonAfterCancel(t *testing.T, analyze func(ctx context.Context) error) {
 	t.Helper()
+	if raceEnabled {
+		t.Skip("cancellation latency is not measurable under the race detector; CI runs this test without it")
+	}
 	start := time.Now()
 	if err := analyze(context.Background()); err != nil {
 		t.Fatalf("uncancelled run: %v", err)

@@ -2,4 +2,4 @@
 
 package enginetest
 
-const raceFactor = 1
+const raceEnabled = false

@@ -2,4 +2,4 @@
 
 package enginetest
 
-const raceFactor = 10
+const raceEnabled = true
