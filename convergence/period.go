@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/engine"
 )
 
 // Period is a period label or a timestamp as given in the request: an integer, or an RFC 3339
@@ -77,19 +81,7 @@ func (p Period) jsonKind() string {
 	if p.raw == "" {
 		return "missing"
 	}
-	switch c := p.raw[0]; {
-	case c == '"':
-		return "string"
-	case c == '{':
-		return "object"
-	case c == '[':
-		return "array"
-	case c == 't' || c == 'f':
-		return "boolean"
-	case c == 'n':
-		return "null"
-	}
-	return "number"
+	return engine.KindName(jsontext.Value(p.raw).Kind())
 }
 
 // periodForm is the form of a parsed period.
