@@ -128,9 +128,6 @@ func invalidField(path, expected, received, format string, args ...any) *Error {
 	}
 }
 
-// topLevelField returns the first segment of a field path: "events[3].timestamp" → "events".
-func topLevelField(path string) string { return engine.TopLevelField(path) }
-
 // errInternal is the one answer to every unexpected error: it says nothing of the cause,
 // which is logged with the request id instead.
 var errInternal = newError(CodeInternal, "An internal error occurred. It has been logged with this request's id; retry later or contact support quoting it.")
