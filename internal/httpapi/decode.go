@@ -383,3 +383,25 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// streamError maps a failure of reading the body: malformed JSON (400 with the byte offset),
+// a body over the limit (413), or a connection that failed.
+func streamError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return errPayloadTooLarge(tooLarge.Limit)
+	}
+	var syntax *jsontext.SyntacticError
+	if errors.As(err, &syntax) {
+		e := newError(CodeBadRequest, "Malformed JSON at byte offset %d: %v.", syntax.ByteOffset, syntax.Err)
+		e.Details["offset"] = syntax.ByteOffset
+		return e
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return newError(CodeBadRequest, "Malformed JSON: the request body ended before the JSON value did.")
+	}
+	return newError(CodeBadRequest, "The request body could not be read: %s.", strconv.Quote(err.Error()))
+}
