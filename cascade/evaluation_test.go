@@ -122,7 +122,7 @@ func runEvaluation(t *testing.T, s evalSettings) []evalRow {
 	return rows
 }
 
-// TestEvaluation runs the generator's scenarios through Simulate and checks the verdict
+// TestEvaluation runs the generator's scenarios through Analyze and checks the verdict
 // against the planted truth: main settings (the generator's defaults) and held-out settings
 // not used to design the generator (larger networks, wider degree and share ranges).
 func TestEvaluation(t *testing.T) {

@@ -41,7 +41,7 @@ type GenParams struct {
 	TopShare float64
 }
 
-// Truth is what the generator planted and the verdict Simulate should reach on the
+// Truth is what the generator planted and the verdict Analyze should reach on the
 // generated request (in terms of the response fields).
 type Truth struct {
 	Scenario string `json:"scenario"`
@@ -77,7 +77,7 @@ type Truth struct {
 //     (TopShare of the value); scenarios that provider's outage and one random failure;
 //     systemic through the outage.
 //
-// An unknown scenario yields an Input without nodes (Simulate rejects it); validate with
+// An unknown scenario yields an Input without nodes (Analyze rejects it); validate with
 // IsScenario first.
 func Generate(scenario string, seed int64, gp GenParams) (Input, Truth) {
 	tr := Truth{Scenario: scenario, Driver: "none"}

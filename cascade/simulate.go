@@ -17,8 +17,8 @@ import (
 // Carlo over in.Run.Workers goroutines, each run with its own generator derived from (seed,
 // scenario, run), so the result is the same whatever the number of workers), sweeps the
 // blast radius of the nodes, and scores the network. Bad input returns an
-// *engine.InputError; a cancelled ctx stops every worker within one run and returns ctx's
-// error.
+// *engine.InputError; a cancelled ctx stops every worker at its next chunk of runs (at most
+// 256; the long models also look between rounds) and returns ctx's error.
 func Analyze(ctx context.Context, in Input) (Result, error) {
 	s, err := in.spec()
 	if err != nil {
@@ -37,7 +37,7 @@ type firstStats struct {
 	shortQ []int64
 }
 
-// simulation is one Simulate call: the compiled input, the network, the model and one
+// simulation is one Analyze call: the compiled input, the network, the model and one
 // runner per worker.
 type simulation struct {
 	ctx     context.Context

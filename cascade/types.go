@@ -1,7 +1,7 @@
 // Package cascade simulates how failures and losses propagate through a network of agents,
 // services or institutions (threshold, independent-cascade, DebtRank and Eisenberg–Noe
 // models, Monte Carlo over shocks) and scores its systemic fragility. It is a pure engine:
-// Simulate turns an Input into a Result, and Generate produces networks with known truth
+// Analyze turns an Input into a Result, and Generate produces networks with known truth
 // for tests and test mode.
 package cascade
 

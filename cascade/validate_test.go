@@ -136,7 +136,7 @@ func TestValidationErrors(t *testing.T) {
 			t.Errorf("%s: got %s %s expected=%q received=%q (%s), want %s %s received=%q", c.name, ie.Code, ie.Field, ie.Expected, ie.Received, ie.Message, c.code, c.field, c.received)
 		}
 		if v := in.Validate(); v == nil || v.Error() != err.Error() {
-			t.Errorf("%s: Validate = %v, Simulate = %v", c.name, v, err)
+			t.Errorf("%s: Validate = %v, Analyze = %v", c.name, v, err)
 		}
 		if _, werr := Work(in); werr == nil {
 			t.Errorf("%s: Work accepted the input", c.name)

@@ -198,7 +198,7 @@ func (d *dictionary) grow(size int) {
 }
 
 // Dataset is the data of a request, stored by column. Feed it with exactly one of
-// ReadCSV, or ReadRecords/AddRecord (any number of calls), then pass it to Evaluate. After
+// ReadCSV, or ReadRecords/AddRecord (any number of calls), then pass it to Analyze as Request.Dataset. After
 // an error a Dataset holds partial data and must not be evaluated. A Dataset is not safe for
 // concurrent use.
 type Dataset struct {

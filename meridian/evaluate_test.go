@@ -186,7 +186,7 @@ func TestFreshness(t *testing.T) {
 	if c := res.Checks[0]; c.ObservedValue != nil || c.Success || res.Dimensions.Timeliness.Score != 0 {
 		t.Errorf("none: %s", canonJSON(t, c))
 	}
-	// Without as_of the time given to Evaluate is "now".
+	// Without as_of the request's Now is "now".
 	csv = "ts\n2026-01-09T00:00:00Z\n"
 	res, _ = analyzeAt(Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: []Check{fresh("1d")}}, time.Date(2026, 1, 9, 1, 0, 0, 0, time.UTC))
 	if res.Checks[0].ObservedValue != 3600.0 {

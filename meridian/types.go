@@ -1,7 +1,7 @@
 // Package meridian checks the quality of a data source from a sample of its data, from
 // declared signals about it, or both: it runs Great-Expectations-style checks, scores the six
 // quality dimensions, grades the source and says whether an agent should use it. It is a pure
-// engine: a Dataset ingests JSON records or CSV as they stream in, Evaluate turns a Request
+// engine: a Dataset ingests JSON records or CSV as they stream in, Analyze turns a Request
 // and a Dataset into a Result, and Generate produces scenarios with known truth.
 package meridian
 

@@ -31,7 +31,7 @@ const (
 	CheckStatisticBetween = "statistic_between"
 )
 
-// CheckTypes lists the check types Evaluate accepts.
+// CheckTypes lists the check types Analyze accepts.
 func CheckTypes() []string {
 	return []string{CheckNotNull, CheckUnique, CheckCompoundUnique, CheckType, CheckBetween, CheckInSet,
 		CheckRegex, CheckLengthBetween, CheckColumnComparison, CheckOutliers, CheckRowCountBetween,

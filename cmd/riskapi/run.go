@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/sqlite"
@@ -24,7 +25,8 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-const usageText = `riskapi — risk analytics for AI agents: Drift, Convergence, Cascade, Meridian.
+// usageText names the products from the registry, then the commands.
+var usageText = "riskapi — risk analytics for AI agents: " + productTitles() + `.
 
 Usage:
   riskapi serve [flags]                 run the HTTP API (see riskapi serve --help)
@@ -40,6 +42,14 @@ Usage:
 Every command uses the same store settings: --data DIR (RISKAPI_DATA_DIR, default ./data)
 selects the embedded SQLite store; RISKAPI_DATABASE_URL=postgres://… selects PostgreSQL.
 `
+
+func productTitles() string {
+	titles := make([]string, len(product.All))
+	for i, p := range product.All {
+		titles[i] = p.Title
+	}
+	return strings.Join(titles, ", ")
+}
 
 // run is the whole program: main only supplies the process's context, arguments,
 // environment and output streams, so tests can run every command in-process.

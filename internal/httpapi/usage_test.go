@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
@@ -41,7 +42,7 @@ func TestUsageReportRangeAndBreakdown(t *testing.T) {
 		t.Fatalf("totals = %v (another account's units must not appear)", r.field("data.totals"))
 	}
 	// The rate-limit state covers every product and the platform bucket in live mode.
-	if limits := r.field("data.rate_limits").([]any); len(limits) != 5 {
+	if limits := r.field("data.rate_limits").([]any); len(limits) != len(product.All)+1 {
 		t.Fatalf("rate_limits = %v", limits)
 	}
 	// Default range: the last 30 days up to today (the clock stands at 2026-11-21).
@@ -73,7 +74,7 @@ func TestUsageParameters(t *testing.T) {
 	if r.status != http.StatusOK {
 		t.Fatalf("usage:read key: %d", r.status)
 	}
-	if limits := r.field("data.rate_limits").([]any); len(limits) != 6 || limits[5].(map[string]any)["policy"] != "key" {
+	if limits := r.field("data.rate_limits").([]any); len(limits) != len(product.All)+2 || limits[len(product.All)+1].(map[string]any)["policy"] != "key" {
 		t.Fatalf("a key with its own limit should see it: %v", limits)
 	}
 }
