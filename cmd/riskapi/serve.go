@@ -23,6 +23,7 @@ import (
 	"riskapi/internal/httpapi"
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
+	"riskapi/internal/simulation"
 	"riskapi/internal/store"
 	"riskapi/internal/usage"
 )
@@ -91,7 +92,8 @@ func purgeExpired(ctx context.Context, st store.Store, logger *slog.Logger) {
 	}
 }
 
-// dispatcherOwner names this process's webhook dispatcher in delivery leases.
+// dispatcherOwner names this process's webhook dispatcher in delivery leases, and its
+// simulation runner in simulation leases.
 func dispatcherOwner() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), ident.Random(6))
@@ -279,6 +281,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	// Background Cascade simulations: resumed from the store after a restart or a crash.
+	simulations, err := simulation.NewRunner(simulation.RunnerConfig{
+		Store:  st,
+		Logger: logger,
+		Owner:  dispatcherOwner(),
+		Notify: dispatcher.Notify,
+	})
+	if err != nil {
+		return err
+	}
 	api, err := httpapi.NewServer(httpapi.Config{
 		Store:            st,
 		Auth:             authn,
@@ -288,6 +300,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		UnlimitedCeiling: cfg.ceiling,
 		TrustedProxies:   cfg.proxies,
 		Webhooks:         httpapi.WebhookConfig{Targets: targets, Notify: dispatcher.Notify},
+		WakeSimulations:  simulations.Wake,
 		Metrics:          metrics,
 		Logger:           logger,
 		Region:           cfg.region,
@@ -337,8 +350,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	wg.Go(func() { memory.Run(background) })
 	wg.Go(func() { purgeExpired(background, st, logger) })
 	wg.Go(func() { dispatcher.Run(background) })
-	// Background Cascade simulations: resumed from the store after a restart or a crash.
-	wg.Go(func() { api.RunSimulations(background, dispatcherOwner()) })
+	wg.Go(func() { simulations.Run(background) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

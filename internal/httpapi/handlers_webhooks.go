@@ -12,7 +12,9 @@ import (
 	"unicode/utf8"
 
 	"riskapi/internal/delivery"
+	"riskapi/internal/event"
 	"riskapi/internal/ident"
+	"riskapi/internal/resource"
 	"riskapi/internal/store"
 )
 
@@ -39,7 +41,7 @@ type webhookEndpointObject struct {
 
 func newWebhookEndpointObject(e store.WebhookEndpoint) webhookEndpointObject {
 	o := webhookEndpointObject{ID: e.ID, Object: "webhook_endpoint", URL: e.URL, Events: e.Events,
-		Status: e.Status, Livemode: e.Mode == store.ModeLive, CreatedAt: formatTime(e.CreatedAt)}
+		Status: e.Status, Livemode: e.Mode == store.ModeLive, CreatedAt: resource.FormatTime(e.CreatedAt)}
 	if e.Description != "" {
 		o.Description = &e.Description
 	}
@@ -74,7 +76,7 @@ type deliveryObject struct {
 func newDeliveryObject(d store.Delivery) deliveryObject {
 	o := deliveryObject{ID: d.ID, Object: "webhook_delivery", WebhookID: d.EndpointID, EventID: d.EventID,
 		EventType: d.EventType, Status: d.Status, Attempts: d.Attempts, ManualRetry: d.ManualRetry,
-		Livemode: d.Mode == store.ModeLive, CreatedAt: formatTime(d.CreatedAt), CompletedAt: formatTimePtr(d.CompletedAt)}
+		Livemode: d.Mode == store.ModeLive, CreatedAt: resource.FormatTime(d.CreatedAt), CompletedAt: resource.FormatTimePtr(d.CompletedAt)}
 	if d.LastStatusCode != 0 {
 		o.LastStatusCode = &d.LastStatusCode
 	}
@@ -82,7 +84,7 @@ func newDeliveryObject(d store.Delivery) deliveryObject {
 		o.LastError = &d.LastError
 	}
 	if d.Status == store.DeliveryPending {
-		o.NextAttemptAt = formatTimePtr(d.NextAttemptAt)
+		o.NextAttemptAt = resource.FormatTimePtr(d.NextAttemptAt)
 	}
 	return o
 }
@@ -133,9 +135,9 @@ func validateEventList(events []string) *Error {
 		switch {
 		case kind == store.AllEvents && len(events) > 1:
 			return invalidField(path, eventsExpected, "string", "\"*\" subscribes to every kind; send it alone.")
-		case kind != store.AllEvents && !slices.Contains(subscribableEvents, kind):
-			return invalidField(path, "string (one of "+strings.Join(subscribableEvents, ", ")+", or *)", "string",
-				"%q is not an event kind. Known kinds: %s.", kind, strings.Join(subscribableEvents, ", "))
+		case kind != store.AllEvents && !event.IsKind(kind):
+			return invalidField(path, "string (one of "+strings.Join(event.Kinds(), ", ")+", or *)", "string",
+				"%q is not an event kind. Known kinds: %s.", kind, strings.Join(event.Kinds(), ", "))
 		case slices.Index(events, kind) != i:
 			return invalidField(path, eventsExpected, "string", "%q is listed twice.", kind)
 		}
@@ -398,7 +400,7 @@ func (s *Server) handleTestWebhook() http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		ev, err := newEvent(endpoint.AccountID, endpoint.Mode, EventWebhookTest, newWebhookEndpointObject(endpoint), s.cfg.Now())
+		ev, err := event.New(endpoint.AccountID, endpoint.Mode, event.WebhookTest, newWebhookEndpointObject(endpoint), s.cfg.Now())
 		if err != nil {
 			return 0, nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/event"
 	"riskapi/internal/product"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
@@ -79,7 +80,7 @@ func ClientIP(r *http.Request, trusted []netip.Prefix) string {
 }
 
 // WebhookEventKinds lists the event kinds a webhook endpoint may subscribe to (or "*").
-func WebhookEventKinds() []string { return slices.Clone(subscribableEvents) }
+func WebhookEventKinds() []string { return event.Kinds() }
 
 // CheckWebhookFields validates an endpoint's events, secret and description as POST
 // /v1/webhooks does (the URL is checked by delivery.Targets.CheckURL). The error's message
@@ -110,5 +111,5 @@ func NewWebhookTestEvent(e store.WebhookEndpoint, now time.Time) (store.Event, e
 	if e.ID == "" {
 		return store.Event{}, errors.New("webhook test event: endpoint has no id")
 	}
-	return newEvent(e.AccountID, e.Mode, EventWebhookTest, newWebhookEndpointObject(e), now)
+	return event.New(e.AccountID, e.Mode, event.WebhookTest, newWebhookEndpointObject(e), now)
 }

@@ -53,6 +53,10 @@ type Config struct {
 	UnlimitedCeiling int64
 	// Webhooks is how endpoints' URLs are checked and how the dispatcher is woken.
 	Webhooks WebhookConfig
+	// WakeSimulations wakes the background simulation runner after a simulation was queued,
+	// so it starts at once rather than at its next poll (simulation.Runner.Wake). Nil means
+	// no runner runs in this process; another process's runner picks the simulation up.
+	WakeSimulations func()
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed
 	// when finding a client's IP (for the failed-authentication limit). Empty: trust none.
 	TrustedProxies []netip.Prefix
@@ -84,7 +88,6 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *httpMetrics
-	simWake simulationWake
 }
 
 // NewServer builds the API over cfg's dependencies.
@@ -100,6 +103,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.Webhooks.Notify == nil {
 		cfg.Webhooks.Notify = func() {}
+	}
+	if cfg.WakeSimulations == nil {
+		cfg.WakeSimulations = func() {}
 	}
 	if cfg.UnlimitedCeiling <= 0 {
 		cfg.UnlimitedCeiling = DefaultUnlimitedCeiling
