@@ -99,6 +99,19 @@ func dispatcherOwner() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), ident.Random(6))
 }
 
+// newHandler is the whole service on one port: /dashboard and everything under it goes to
+// the dashboard, every other request to the API, untouched (no path cleaning or redirects
+// of its own: each side answers unknown paths in its own way).
+func newHandler(api, dash http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
+			dash.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
 type serveConfig struct {
 	store        storeSettings
 	addr         string
@@ -334,7 +347,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	srv := &http.Server{
-		Handler:           dash.Mount(api),
+		Handler:           newHandler(api, dash),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -1,8 +1,9 @@
 // Package dashboard is the customer dashboard served under /dashboard by the same binary as
-// the API: sign-up and sign-in, API keys (generated with the command line's rules and shown
-// once), usage and rate-limit state, webhooks and recent analyses, each for the live or the
-// test mode. Pages are rendered on the server from embedded templates; the only script is a
-// copy-to-clipboard helper, and every page works without it.
+// the API (cmd/riskapi sends it every path from /dashboard down): sign-up and sign-in, API
+// keys (generated with the command line's rules and shown once), usage and rate-limit state,
+// webhooks and recent analyses, each for the live or the test mode. Pages are rendered on
+// the server from embedded templates; the only script is a copy-to-clipboard helper, and
+// every page works without it.
 package dashboard
 
 import (
@@ -158,18 +159,6 @@ func (h *Handler) routes() {
 	h.mux.Handle("/dashboard/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusNotFound, "There is no such page.")
 	}))
-}
-
-// Mount returns a handler that sends /dashboard and everything under it to the dashboard and
-// every other request to api, untouched.
-func (h *Handler) Mount(api http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
-			h.ServeHTTP(w, r)
-			return
-		}
-		api.ServeHTTP(w, r)
-	})
 }
 
 // contentSecurityPolicy allows the dashboard's own script, styles and images and nothing

@@ -26,7 +26,8 @@ import (
 	"riskapi/internal/usage"
 )
 
-// bundle is one test's dashboard mounted beside the real API, over a real SQLite store.
+// bundle is one test's dashboard beside the real API (each on its own test server, as
+// cmd/riskapi serves them on one port), over a real SQLite store.
 type bundle struct {
 	t       *testing.T
 	store   Store
@@ -34,7 +35,8 @@ type bundle struct {
 	limiter *ratelimit.Memory
 	logs    *testlog.Buffer
 	handler *Handler
-	url     string
+	url     string // the dashboard's server
+	apiURL  string // the API's server
 	notify  chan struct{}
 }
 
@@ -80,9 +82,11 @@ func setup(t *testing.T, edit func(*Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(b.handler.Mount(api))
-	t.Cleanup(srv.Close)
-	b.url = srv.URL
+	dash := httptest.NewServer(b.handler)
+	t.Cleanup(dash.Close)
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+	b.url, b.apiURL = dash.URL, apiSrv.URL
 	return b
 }
 
@@ -206,7 +210,7 @@ func (b *bundle) api(method, path, key, body string) int {
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, b.url+path, r)
+	req, err := http.NewRequest(method, b.apiURL+path, r)
 	if err != nil {
 		b.t.Fatal(err)
 	}
