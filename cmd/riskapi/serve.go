@@ -23,6 +23,7 @@ import (
 	"riskapi/internal/httpapi"
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
+	"riskapi/internal/ratepolicy"
 	"riskapi/internal/simulation"
 	"riskapi/internal/store"
 	"riskapi/internal/usage"
@@ -156,7 +157,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	migrationGuide := fs.String("migration-guide", getenv("RISKAPI_MIGRATION_GUIDE_URL"), "with --deprecated-at: migration guide URL (env RISKAPI_MIGRATION_GUIDE_URL)")
 	c.redisURL = getenv("RISKAPI_REDIS_URL")
 	c.redisPrefix = envOr(getenv, "RISKAPI_REDIS_PREFIX", "riskapi:")
-	ceiling := envOr(getenv, "RISKAPI_UNLIMITED_CEILING", strconv.Itoa(httpapi.DefaultUnlimitedCeiling))
+	ceiling := envOr(getenv, "RISKAPI_UNLIMITED_CEILING", strconv.Itoa(ratepolicy.DefaultUnlimitedCeiling))
 	fs.StringVar(&ceiling, "unlimited-ceiling", ceiling, "hourly safety ceiling behind the plan table's Unlimited (env RISKAPI_UNLIMITED_CEILING)")
 	fs.BoolVar(&c.allowPrivateWebhooks, "allow-private-webhooks", getenv("RISKAPI_ALLOW_PRIVATE_WEBHOOKS") == "true",
 		"development: let webhook endpoints point at loopback and private addresses (env RISKAPI_ALLOW_PRIVATE_WEBHOOKS=true)")

@@ -19,6 +19,7 @@ import (
 	"riskapi/internal/delivery"
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
+	"riskapi/internal/ratepolicy"
 	"riskapi/internal/store"
 	"riskapi/internal/usage"
 )
@@ -49,7 +50,7 @@ type Config struct {
 	// Deprecation, when set, marks v1 deprecated: responses carry Deprecation, Sunset and Link.
 	Deprecation *Deprecation
 	// UnlimitedCeiling is the hourly ceiling behind the plan table's "Unlimited"; zero means
-	// DefaultUnlimitedCeiling.
+	// ratepolicy.DefaultUnlimitedCeiling.
 	UnlimitedCeiling int64
 	// Webhooks is how endpoints' URLs are checked and how the dispatcher is woken.
 	Webhooks WebhookConfig
@@ -88,6 +89,8 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *httpMetrics
+	// limits are the rate-limit buckets requests count against.
+	limits ratepolicy.Policy
 }
 
 // NewServer builds the API over cfg's dependencies.
@@ -107,9 +110,6 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.WakeSimulations == nil {
 		cfg.WakeSimulations = func() {}
 	}
-	if cfg.UnlimitedCeiling <= 0 {
-		cfg.UnlimitedCeiling = DefaultUnlimitedCeiling
-	}
 	if cfg.Region == "" {
 		cfg.Region = store.RegionDefault
 	}
@@ -126,7 +126,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics, limits: ratepolicy.Policy{UnlimitedCeiling: cfg.UnlimitedCeiling}}
 	s.routes()
 	return s, nil
 }
