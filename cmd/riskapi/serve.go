@@ -23,6 +23,8 @@ import (
 	"riskapi/internal/httpapi"
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
+	"riskapi/internal/ratepolicy"
+	"riskapi/internal/simulation"
 	"riskapi/internal/store"
 	"riskapi/internal/usage"
 )
@@ -91,10 +93,24 @@ func purgeExpired(ctx context.Context, st store.Store, logger *slog.Logger) {
 	}
 }
 
-// dispatcherOwner names this process's webhook dispatcher in delivery leases.
+// dispatcherOwner names this process's webhook dispatcher in delivery leases, and its
+// simulation runner in simulation leases.
 func dispatcherOwner() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), ident.Random(6))
+}
+
+// newHandler is the whole service on one port: /dashboard and everything under it goes to
+// the dashboard, every other request to the API, untouched (no path cleaning or redirects
+// of its own: each side answers unknown paths in its own way).
+func newHandler(api, dash http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
+			dash.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 type serveConfig struct {
@@ -141,7 +157,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	migrationGuide := fs.String("migration-guide", getenv("RISKAPI_MIGRATION_GUIDE_URL"), "with --deprecated-at: migration guide URL (env RISKAPI_MIGRATION_GUIDE_URL)")
 	c.redisURL = getenv("RISKAPI_REDIS_URL")
 	c.redisPrefix = envOr(getenv, "RISKAPI_REDIS_PREFIX", "riskapi:")
-	ceiling := envOr(getenv, "RISKAPI_UNLIMITED_CEILING", strconv.Itoa(httpapi.DefaultUnlimitedCeiling))
+	ceiling := envOr(getenv, "RISKAPI_UNLIMITED_CEILING", strconv.Itoa(ratepolicy.DefaultUnlimitedCeiling))
 	fs.StringVar(&ceiling, "unlimited-ceiling", ceiling, "hourly safety ceiling behind the plan table's Unlimited (env RISKAPI_UNLIMITED_CEILING)")
 	fs.BoolVar(&c.allowPrivateWebhooks, "allow-private-webhooks", getenv("RISKAPI_ALLOW_PRIVATE_WEBHOOKS") == "true",
 		"development: let webhook endpoints point at loopback and private addresses (env RISKAPI_ALLOW_PRIVATE_WEBHOOKS=true)")
@@ -279,6 +295,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	// Background Cascade simulations: resumed from the store after a restart or a crash.
+	simulations, err := simulation.NewRunner(simulation.RunnerConfig{
+		Store:  st,
+		Logger: logger,
+		Owner:  dispatcherOwner(),
+		Notify: dispatcher.Notify,
+	})
+	if err != nil {
+		return err
+	}
 	api, err := httpapi.NewServer(httpapi.Config{
 		Store:            st,
 		Auth:             authn,
@@ -288,6 +314,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		UnlimitedCeiling: cfg.ceiling,
 		TrustedProxies:   cfg.proxies,
 		Webhooks:         httpapi.WebhookConfig{Targets: targets, Notify: dispatcher.Notify},
+		WakeSimulations:  simulations.Wake,
 		Metrics:          metrics,
 		Logger:           logger,
 		Region:           cfg.region,
@@ -321,7 +348,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	srv := &http.Server{
-		Handler:           dash.Mount(api),
+		Handler:           newHandler(api, dash),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -337,8 +364,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	wg.Go(func() { memory.Run(background) })
 	wg.Go(func() { purgeExpired(background, st, logger) })
 	wg.Go(func() { dispatcher.Run(background) })
-	// Background Cascade simulations: resumed from the store after a restart or a crash.
-	wg.Go(func() { api.RunSimulations(background, dispatcherOwner()) })
+	wg.Go(func() { simulations.Run(background) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -36,11 +36,20 @@ func rejected(format string, args ...any) error {
 // the platform contract allows at most one second.
 const cacheTTL = time.Second
 
+// KeyStore is what an Authenticator reads and writes: keys by the hash of the key, their
+// accounts, and the keys' last-use times. The lookups return store.ErrNotFound for an unknown
+// hash or account, which Authenticate reports as an invalid key. store.Store is one.
+type KeyStore interface {
+	APIKeyByHash(ctx context.Context, hash string) (store.APIKey, error)
+	Account(ctx context.Context, id string) (store.Account, error)
+	TouchAPIKeys(ctx context.Context, lastUsed map[string]time.Time) error
+}
+
 // Authenticator resolves Authorization headers to principals. A one-second cache keeps the
 // store out of the hot path for busy keys, and last-use times are collected in memory and
 // written in one batch per flush interval instead of one write per request.
 type Authenticator struct {
-	store store.Store
+	store KeyStore
 	now   func() time.Time
 	log   *slog.Logger
 
@@ -55,7 +64,7 @@ type cachedPrincipal struct {
 }
 
 // NewAuthenticator returns an Authenticator over s. now is the clock (time.Now in production).
-func NewAuthenticator(s store.Store, now func() time.Time, log *slog.Logger) *Authenticator {
+func NewAuthenticator(s KeyStore, now func() time.Time, log *slog.Logger) *Authenticator {
 	return &Authenticator{
 		store:   s,
 		now:     now,

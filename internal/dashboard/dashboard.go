@@ -1,11 +1,13 @@
 // Package dashboard is the customer dashboard served under /dashboard by the same binary as
-// the API: sign-up and sign-in, API keys (generated with the command line's rules and shown
-// once), usage and rate-limit state, webhooks and recent analyses, each for the live or the
-// test mode. Pages are rendered on the server from embedded templates; the only script is a
-// copy-to-clipboard helper, and every page works without it.
+// the API (cmd/riskapi sends it every path from /dashboard down): sign-up and sign-in, API
+// keys (generated with the command line's rules and shown once), usage and rate-limit state,
+// webhooks and recent analyses, each for the live or the test mode. Pages are rendered on
+// the server from embedded templates; the only script is a copy-to-clipboard helper, and
+// every page works without it.
 package dashboard
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -22,9 +24,44 @@ import (
 	"riskapi/internal/store"
 )
 
-// Store is what the dashboard reads and writes: the service's store, users and sessions
-// included.
-type Store = store.Store
+// Store is what the dashboard reads and writes; store.Store is one. Lookups of one object
+// return store.ErrNotFound when it does not exist (or belongs to another account or mode),
+// CreateAccountWithUser store.ErrConflict when the email is taken, and CreateWebhookEndpoint
+// store.ErrLimitReached when the mode already has max endpoints.
+type Store interface {
+	// Accounts, their users and the users' sign-in sessions.
+	Account(ctx context.Context, id string) (store.Account, error)
+	CreateAccountWithUser(ctx context.Context, a store.Account, u store.User) error
+	UserByEmail(ctx context.Context, email string) (store.User, error)
+	User(ctx context.Context, id string) (store.User, error)
+	SetPasswordHash(ctx context.Context, userID, hash string, at time.Time) error
+	CreateSession(ctx context.Context, s store.Session) error
+	SessionByTokenHash(ctx context.Context, tokenHash string) (store.Session, error)
+	TouchSession(ctx context.Context, tokenHash string, at time.Time) error
+	RevokeSession(ctx context.Context, tokenHash string) error
+	RevokeUserSessions(ctx context.Context, userID string) (int64, error)
+	PurgeSessions(ctx context.Context, now, idleBefore time.Time) (int64, error)
+
+	// API keys (Settings → API keys) and billable usage (Usage).
+	APIKey(ctx context.Context, id string) (store.APIKey, error)
+	CreateAPIKey(ctx context.Context, k store.APIKey) error
+	ListAPIKeys(ctx context.Context, accountID string, q store.PageQuery) (store.Page[store.APIKey], error)
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) (store.APIKey, error)
+	Usage(ctx context.Context, accountID string, from, to time.Time) ([]store.UsageUnits, error)
+
+	// Webhook endpoints, their delivery logs and the webhook.test event (Webhooks).
+	CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, max int) error
+	WebhookEndpoint(ctx context.Context, accountID string, mode store.Mode, id string) (store.WebhookEndpoint, error)
+	ListWebhookEndpoints(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.WebhookEndpoint], error)
+	SetWebhookEndpointStatus(ctx context.Context, accountID string, mode store.Mode, id, status, reason string, at time.Time) error
+	DeleteWebhookEndpoint(ctx context.Context, accountID string, mode store.Mode, id string) error
+	ListDeliveries(ctx context.Context, accountID string, mode store.Mode, endpointID string, q store.PageQuery) (store.Page[store.Delivery], error)
+	CreateEventFor(ctx context.Context, ev store.Event, endpointID string) (store.Delivery, error)
+
+	// Recent results (Analyses).
+	ListAnalyses(ctx context.Context, accountID string, mode store.Mode, product, subject string, q store.PageQuery) (store.Page[store.Analysis], error)
+	ListSimulations(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.Simulation], error)
+}
 
 // Config holds the dashboard's dependencies and settings. Store, Limiter and Logger are
 // required.
@@ -158,18 +195,6 @@ func (h *Handler) routes() {
 	h.mux.Handle("/dashboard/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusNotFound, "There is no such page.")
 	}))
-}
-
-// Mount returns a handler that sends /dashboard and everything under it to the dashboard and
-// every other request to api, untouched.
-func (h *Handler) Mount(api http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/") {
-			h.ServeHTTP(w, r)
-			return
-		}
-		api.ServeHTTP(w, r)
-	})
 }
 
 // contentSecurityPolicy allows the dashboard's own script, styles and images and nothing

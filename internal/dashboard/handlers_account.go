@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"riskapi/internal/httpapi"
+	"riskapi/internal/clientip"
 	"riskapi/internal/ident"
 	"riskapi/internal/store"
 )
@@ -18,7 +18,7 @@ type signInData struct{ Email string }
 
 type signUpData struct{ Name, Email string }
 
-func (h *Handler) clientIP(r *http.Request) string { return httpapi.ClientIP(r, h.cfg.TrustedProxies) }
+func (h *Handler) clientIP(r *http.Request) string { return clientip.Of(r, h.cfg.TrustedProxies) }
 
 // handleSignInForm shows the sign-in form, or sends a signed-in visitor on.
 func (h *Handler) handleSignInForm() anonymousHandler {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"riskapi/internal/auth"
-	"riskapi/internal/httpapi"
 	"riskapi/internal/product"
+	"riskapi/internal/ratepolicy"
 	"riskapi/internal/store"
 )
 
@@ -39,20 +39,20 @@ type limitRow struct {
 	Meter                               template.HTML
 }
 
-func policyName(s httpapi.RateLimitState) string {
+func policyName(s ratepolicy.State) string {
 	switch {
 	case s.Product != "":
 		p, _ := product.Lookup(s.Product)
 		return p.Title + " (per hour)"
-	case s.Policy == "platform":
+	case s.Policy == ratepolicy.Platform:
 		return "Account, usage, webhooks and events (per hour)"
-	case s.Policy == "test-day":
+	case s.Policy == ratepolicy.TestDay:
 		return "Test mode, every endpoint (per UTC day)"
 	}
 	return s.Policy
 }
 
-func newLimitRow(name string, s httpapi.RateLimitState) limitRow {
+func newLimitRow(name string, s ratepolicy.State) limitRow {
 	return limitRow{Name: name, Used: formatInt(s.Used), Limit: formatInt(s.Limit), Remaining: formatInt(s.Remaining),
 		Reset: s.Reset.UTC().Format("15:04 UTC"),
 		Meter: meterChart(name+": "+formatInt(s.Used)+" of "+formatInt(s.Limit)+" used", s.Used, s.Limit)}
@@ -123,8 +123,8 @@ func (h *Handler) handleUsage() signedInHandler {
 		}
 		data.Chart = stackedBarChart("Billable requests per product and day, "+data.From+" to "+data.To, labels, series, 5)
 
-		states, err := httpapi.PeekRateLimits(ctx, h.cfg.Limiter, h.cfg.UnlimitedCeiling,
-			auth.Principal{Account: v.account, Key: store.APIKey{Mode: v.mode}}, now)
+		limits := ratepolicy.Policy{UnlimitedCeiling: h.cfg.UnlimitedCeiling}
+		states, err := limits.Peek(ctx, h.cfg.Limiter, auth.Principal{Account: v.account, Key: store.APIKey{Mode: v.mode}}, now)
 		if err != nil {
 			h.cfg.Logger.Warn("dashboard: rate limiter unavailable for usage", "err", err)
 			data.LimitsUnavailable = true
@@ -140,13 +140,13 @@ func (h *Handler) handleUsage() signedInHandler {
 			if k.RateLimit <= 0 || auth.Status(k, now) != "active" {
 				continue
 			}
-			states, err := httpapi.PeekRateLimits(ctx, h.cfg.Limiter, h.cfg.UnlimitedCeiling, auth.Principal{Account: v.account, Key: k}, now)
+			states, err := limits.Peek(ctx, h.cfg.Limiter, auth.Principal{Account: v.account, Key: k}, now)
 			if err != nil {
 				data.LimitsUnavailable = true
 				break
 			}
 			for _, s := range states {
-				if s.Policy == "key" {
+				if s.Policy == ratepolicy.Key {
 					name := "Key " + auth.Display(k)
 					if k.Name != "" {
 						name += " (" + k.Name + ")"

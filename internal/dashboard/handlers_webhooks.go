@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"riskapi/internal/delivery"
-	"riskapi/internal/httpapi"
+	"riskapi/internal/event"
 	"riskapi/internal/ident"
 	"riskapi/internal/store"
+	"riskapi/internal/webhooks"
 )
 
 // deliveryLogSize is how many deliveries the webhook page shows, newest first.
@@ -60,7 +61,7 @@ func (h *Handler) webhooksPage(w http.ResponseWriter, r *http.Request, v *visito
 	for _, e := range page.Items {
 		data.Webhooks = append(data.Webhooks, newWebhookRow(e))
 	}
-	for _, k := range httpapi.WebhookEventKinds() {
+	for _, k := range event.Kinds() {
 		data.Kinds = append(data.Kinds, scopeOption{Value: k, Checked: slices.Contains(form.Events, k)})
 	}
 	view := v.view("Webhooks", "webhooks")
@@ -114,7 +115,11 @@ func (h *Handler) handleAddWebhook() signedInHandler {
 			fail(http.StatusBadRequest, "Choose at least one event, or all events.")
 			return
 		}
-		if err := httpapi.CheckWebhookFields(events, secret, form.Description); err != nil {
+		fields := webhooks.Fields{Events: &events, Secret: &secret}
+		if form.Description != "" {
+			fields.Description = &form.Description
+		}
+		if err := fields.Check(); err != nil {
 			fail(http.StatusBadRequest, sentence(err))
 			return
 		}
@@ -237,7 +242,7 @@ func (h *Handler) handleTestWebhook() signedInHandler {
 		if !ok {
 			return
 		}
-		ev, err := httpapi.NewWebhookTestEvent(e, h.cfg.Now())
+		ev, err := webhooks.TestEvent(e, h.cfg.Now())
 		if err == nil {
 			_, err = h.cfg.Store.CreateEventFor(r.Context(), ev, e.ID)
 		}

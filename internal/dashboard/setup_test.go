@@ -26,15 +26,17 @@ import (
 	"riskapi/internal/usage"
 )
 
-// bundle is one test's dashboard mounted beside the real API, over a real SQLite store.
+// bundle is one test's dashboard beside the real API (each on its own test server, as
+// cmd/riskapi serves them on one port), over a real SQLite store.
 type bundle struct {
 	t       *testing.T
-	store   Store
+	store   store.Store
 	clock   *testclock.Clock
 	limiter *ratelimit.Memory
 	logs    *testlog.Buffer
 	handler *Handler
-	url     string
+	url     string // the dashboard's server
+	apiURL  string // the API's server
 	notify  chan struct{}
 }
 
@@ -52,20 +54,19 @@ func setup(t *testing.T, edit func(*Config)) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	ds := st.(Store)
 	// The middle of an hour: no rate-limit window ends during a test unless it moves the clock.
 	clock := testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC))
 	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	limiter := ratelimit.NewMemory()
 	authn := auth.NewAuthenticator(st, clock.Now, logger)
-	b := &bundle{t: t, store: ds, clock: clock, limiter: limiter, logs: logs, notify: make(chan struct{}, 100)}
+	b := &bundle{t: t, store: st, clock: clock, limiter: limiter, logs: logs, notify: make(chan struct{}, 100)}
 	api, err := httpapi.NewServer(httpapi.Config{Store: st, Auth: authn, Limiter: limiter, Meter: usage.NewMeter(st, logger),
 		Logger: logger, Now: clock.Now, CursorKey: []byte(ident.Random(32))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Store: ds, Limiter: limiter, Logger: logger, Now: clock.Now, SignUp: true,
+	cfg := Config{Store: st, Limiter: limiter, Logger: logger, Now: clock.Now, SignUp: true,
 		Targets: delivery.Targets{AllowPrivate: true}, KeyRevoked: authn.Forget,
 		Notify: func() {
 			select {
@@ -80,9 +81,11 @@ func setup(t *testing.T, edit func(*Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(b.handler.Mount(api))
-	t.Cleanup(srv.Close)
-	b.url = srv.URL
+	dash := httptest.NewServer(b.handler)
+	t.Cleanup(dash.Close)
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+	b.url, b.apiURL = dash.URL, apiSrv.URL
 	return b
 }
 
@@ -206,7 +209,7 @@ func (b *bundle) api(method, path, key, body string) int {
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, b.url+path, r)
+	req, err := http.NewRequest(method, b.apiURL+path, r)
 	if err != nil {
 		b.t.Fatal(err)
 	}

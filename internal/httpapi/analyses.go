@@ -3,63 +3,38 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"riskapi/internal/event"
 	"riskapi/internal/ident"
 	"riskapi/internal/product"
+	"riskapi/internal/resource"
 	"riskapi/internal/store"
 )
-
-// objectEncodeOptions encode the objects the API stores and returns (analyses, events about
-// them): keys sorted where maps appear, every time.Time in the API's one timestamp format
-// (RFC 3339 UTC with milliseconds), whatever precision the engine's times carry, and a number
-// that is not finite — a statistic of extreme data that overflowed float64 — as null rather
-// than a failed response (JSON has no NaN or infinity).
-var objectEncodeOptions = json.JoinOptions(encodeOptions,
-	json.WithMarshalers(json.JoinMarshalers(
-		json.MarshalToFunc(func(enc *jsontext.Encoder, t time.Time) error {
-			return enc.WriteToken(jsontext.String(formatTime(t)))
-		}),
-		json.MarshalToFunc(func(enc *jsontext.Encoder, x float64) error {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return enc.WriteToken(jsontext.Null)
-			}
-			return errors.ErrUnsupported // finite: the default encoding
-		}),
-	)))
-
-// resourceHeader is what every stored object starts with (platform contract §1).
-type resourceHeader struct {
-	ID        string `json:"id"`
-	Object    string `json:"object"`
-	Livemode  bool   `json:"livemode"`
-	CreatedAt string `json:"created_at"`
-}
 
 // now is the server's clock as stored objects record it: UTC, to the millisecond.
 func (s *Server) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
 
 // newHeader starts a new stored result of product p for the caller, created at createdAt.
-func newHeader(r *http.Request, p product.Product, createdAt time.Time) resourceHeader {
-	return resourceHeader{ID: ident.New(p.Results.IDPrefix), Object: p.Results.Object,
-		Livemode: principalFrom(r.Context()).Livemode(), CreatedAt: formatTime(createdAt)}
+func newHeader(r *http.Request, p product.Product, createdAt time.Time) resource.Header {
+	return resource.Header{ID: ident.New(p.Results.IDPrefix), Object: p.Results.Object,
+		Livemode: principalFrom(r.Context()).Livemode(), CreatedAt: resource.FormatTime(createdAt)}
 }
 
 // encodeAnalysis encodes a stored analysis: the resource header's members, then the
 // engine's result's, in one JSON object. (A named field cannot be inlined, and a type
 // parameter cannot be embedded, so the two objects are joined: both come from this encoder,
 // so the header's closing brace and the result's opening one are their last and first bytes.)
-func encodeAnalysis(h resourceHeader, result any) ([]byte, error) {
-	head, err := json.Marshal(h, objectEncodeOptions)
+func encodeAnalysis(h resource.Header, result any) ([]byte, error) {
+	head, err := json.Marshal(h, resource.ObjectEncodeOptions)
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(result, objectEncodeOptions)
+	body, err := json.Marshal(result, resource.ObjectEncodeOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +64,7 @@ func (s *Server) saveAnalysis(r *http.Request, p product.Product, createdAt time
 	}
 	var ev *store.Event
 	if emit {
-		e, err := newEvent(who.Account.ID, who.Key.Mode, p.Event, jsontext.Value(payload), createdAt)
+		e, err := event.New(who.Account.ID, who.Key.Mode, p.Event, jsontext.Value(payload), createdAt)
 		if err != nil {
 			return 0, nil, err
 		}

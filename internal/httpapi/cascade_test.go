@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"riskapi/internal/store"
+	"riskapi/internal/simulation"
 )
 
 // chainNetwork is a line of n banks where each is exposed to the previous one with more than
@@ -105,12 +106,17 @@ func TestCascadeValidation(t *testing.T) {
 	}
 }
 
-// runner starts the server's background runner for the test and returns its stop function,
-// which waits for the runner to hand back what it holds.
+// runner starts a background runner over the bundle's store for the test and returns its
+// stop function, which waits for the runner to hand back what it holds.
 func (b *bundle) runner(owner string) func() {
+	r, err := simulation.NewRunner(simulation.RunnerConfig{Store: b.store, Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
+		Owner: owner, Now: b.clock.Now})
+	if err != nil {
+		b.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { b.server.RunSimulations(ctx, owner) })
+	wg.Go(func() { r.Run(ctx) })
 	stop := func() { cancel(); wg.Wait() }
 	b.t.Cleanup(stop)
 	return stop
@@ -131,13 +137,18 @@ func (b *bundle) awaitSimulation(t *testing.T, id, status string) response {
 	}
 }
 
-// async: 202 queued, then a runner completes it and the event is emitted.
+// async: 202 queued, the runner is woken, then it completes the simulation and the event is
+// emitted. (The runner's leases, resumption and shutdown are tested in internal/simulation.)
 func TestCascadeAsyncSimulation(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, nil)
+	woken := make(chan struct{}, 10)
+	b := setup(t, func(c *Config) { c.WakeSimulations = func() { woken <- struct{}{} } }, nil)
 	r := b.send(http.MethodPost, "/v1/cascade/simulate", b.testKey, `{"network": `+chainNetwork(20)+`, "simulations": 200, "seed": 1, "async": true}`)
 	if r.status != http.StatusAccepted || r.field("data.status") != "queued" || r.field("data.scenarios") != nil || r.field("data.nodes") != nil {
 		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if len(woken) != 1 {
+		t.Fatalf("the runner was woken %d times, want once", len(woken))
 	}
 	id := r.field("data.id").(string)
 	b.runner("runner-1")
@@ -148,76 +159,4 @@ func TestCascadeAsyncSimulation(t *testing.T) {
 	if n := b.get("/v1/events?type=cascade.simulation_completed", b.testKey).field("pagination.total_count"); n != 1.0 {
 		t.Fatalf("%v events, want 1", n)
 	}
-}
-
-// A simulation left running by a process that died is resumed once its lease expires; one
-// interrupted too often is failed with the reason, not left running.
-func TestCascadeInterruptedSimulations(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil, nil)
-	ctx := context.Background()
-	queue := func() string {
-		r := b.send(http.MethodPost, "/v1/cascade/simulate", b.testKey, `{"network": `+chainNetwork(5)+`, "simulations": 50, "seed": 3, "async": true}`)
-		return r.field("data.id").(string)
-	}
-	resumed := queue()
-	// A process claims it and dies (never renews): the lease keeps others off until it expires.
-	if _, err := b.store.ClaimSimulation(ctx, "dead-process", simulationLease, b.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	stop := b.runner("runner-2")
-	time.Sleep(50 * time.Millisecond)
-	if s := b.get("/v1/cascade/simulations/"+resumed, b.testKey).field("data.status"); s != "queued" {
-		// The dead process never wrote "running" to the payload; the row is leased, not finished.
-		t.Logf("status while leased by the dead process: %v", s)
-	}
-	b.clock.Advance(simulationLease + time.Second)
-	done := b.awaitSimulation(t, resumed, "completed")
-	sim, _ := b.store.Simulation(ctx, b.account.ID, store.ModeTest, resumed)
-	if sim.Attempts != 2 || done.field("data.failure_reason") != nil {
-		t.Fatalf("resumed simulation: attempts %d, %s", sim.Attempts, done.raw)
-	}
-
-	stop()
-	doomed := queue()
-	for range maxSimulationAttempts {
-		b.clock.Advance(simulationLease + time.Second)
-		for {
-			sim, err := b.store.ClaimSimulation(ctx, "crashing-process", simulationLease, b.clock.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sim.ID == doomed {
-				break
-			}
-		}
-	}
-	b.clock.Advance(simulationLease + time.Second)
-	b.runner("runner-3")
-	failed := b.awaitSimulation(t, doomed, "failed")
-	if reason, _ := failed.field("data.failure_reason").(string); !strings.Contains(reason, "interrupted") {
-		t.Fatalf("failure_reason = %q", reason)
-	}
-	if n := b.get("/v1/events?type=cascade.simulation_completed", b.testKey).field("pagination.total_count"); n != 2.0 {
-		t.Fatalf("%v events, want 2 (the failed one finishes too)", n)
-	}
-}
-
-// A runner stopped mid-simulation (shutdown) hands it back to the queue at once, without
-// counting the attempt; the next runner completes it.
-func TestCascadeShutdownHandsSimulationBack(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil, nil)
-	r := b.send(http.MethodPost, "/v1/cascade/simulate", b.testKey, `{"network": `+chainNetwork(400)+`, "simulations": 100000, "seed": 9, "async": true,
-		"scenarios": [{"type": "random_node", "count": 1}]}`)
-	id := r.field("data.id").(string)
-	stop := b.runner("runner-a")
-	b.awaitSimulation(t, id, "running")
-	stop()
-	sim, err := b.store.Simulation(context.Background(), b.account.ID, store.ModeTest, id)
-	if err != nil || sim.Status != store.SimulationQueued || sim.Attempts != 0 {
-		t.Fatalf("after shutdown: %+v, %v; want queued with 0 attempts", sim.Status, err)
-	}
-	b.runner("runner-b")
-	b.awaitSimulation(t, id, "completed")
 }

@@ -7,23 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	"riskapi/internal/resource"
+
 	"github.com/go-json-experiment/json"
 )
-
-// timestampLayout is RFC 3339 UTC with milliseconds, the one timestamp format of the API.
-const timestampLayout = "2006-01-02T15:04:05.000Z"
-
-// formatTime renders t in the API's timestamp format.
-func formatTime(t time.Time) string { return t.UTC().Format(timestampLayout) }
-
-// formatTimePtr renders an optional time as a string or JSON null.
-func formatTimePtr(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := formatTime(*t)
-	return &s
-}
 
 type successEnvelope struct {
 	Success    bool            `json:"success"`
@@ -62,9 +49,6 @@ type errorMetadata struct {
 	Timestamp string `json:"timestamp"`
 }
 
-// encodeOptions: map keys sorted so equal values always encode to equal bytes.
-var encodeOptions = json.Deterministic(true)
-
 // writeData answers with the success envelope around data.
 func writeData(w http.ResponseWriter, r *http.Request, status int, data any) {
 	writeSuccess(w, r, status, data, nil)
@@ -84,12 +68,12 @@ func writeSuccess(w http.ResponseWriter, r *http.Request, status int, data any, 
 		Pagination: p,
 		Metadata: successMetadata{
 			RequestID:        info.id,
-			Timestamp:        formatTime(now),
+			Timestamp:        resource.FormatTime(now),
 			ProcessingTimeMS: now.Sub(info.start).Milliseconds(),
 		},
 	}
 	var buf bytes.Buffer
-	if err := json.MarshalWrite(&buf, env, encodeOptions); err != nil {
+	if err := json.MarshalWrite(&buf, env, resource.EncodeOptions); err != nil {
 		writeError(w, r, fmtInternal(r.Context(), "encode response", err))
 		return
 	}
@@ -108,13 +92,13 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	info := requestInfoFrom(r.Context())
 	env := errorEnvelope{
 		Error:    errorBody{Type: typ, Message: apiErr.Message, Code: apiErr.Code, Details: details},
-		Metadata: errorMetadata{RequestID: info.id, Timestamp: formatTime(time.Now())},
+		Metadata: errorMetadata{RequestID: info.id, Timestamp: resource.FormatTime(time.Now())},
 	}
-	body, encErr := json.Marshal(env, encodeOptions)
+	body, encErr := json.Marshal(env, resource.EncodeOptions)
 	if encErr != nil {
 		// Details held something unencodable; send the envelope without them.
 		env.Error.Details = map[string]any{}
-		body, _ = json.Marshal(env, encodeOptions)
+		body, _ = json.Marshal(env, resource.EncodeOptions)
 	}
 	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/resource"
 	"riskapi/internal/store"
 )
 
@@ -33,7 +34,7 @@ func NewAccountObject(a store.Account) AccountObject {
 		Plan:         a.Plan,
 		Region:       a.Region,
 		CustomLimits: limits,
-		CreatedAt:    formatTime(a.CreatedAt),
+		CreatedAt:    resource.FormatTime(a.CreatedAt),
 	}
 }
 
@@ -68,10 +69,10 @@ func NewAPIKeyObject(k store.APIKey) APIKeyObject {
 		Display:    auth.Display(k),
 		Scopes:     k.Scopes,
 		RateLimit:  limit,
-		CreatedAt:  formatTime(k.CreatedAt),
-		LastUsedAt: formatTimePtr(k.LastUsedAt),
-		ExpiresAt:  formatTimePtr(k.ExpiresAt),
-		RevokedAt:  formatTimePtr(k.RevokedAt),
+		CreatedAt:  resource.FormatTime(k.CreatedAt),
+		LastUsedAt: resource.FormatTimePtr(k.LastUsedAt),
+		ExpiresAt:  resource.FormatTimePtr(k.ExpiresAt),
+		RevokedAt:  resource.FormatTimePtr(k.RevokedAt),
 	}
 }
 

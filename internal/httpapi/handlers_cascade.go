@@ -4,13 +4,14 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
-	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/cascade"
+	"riskapi/internal/event"
+	"riskapi/internal/ident"
 	"riskapi/internal/product"
+	"riskapi/internal/simulation"
 	"riskapi/internal/store"
 )
 
@@ -49,108 +50,38 @@ func (req *simulateRequest) validate() *Error {
 	return nil
 }
 
-// simulationObject is a Cascade simulation as GET returns it. Until it completes the result
-// members are null; a failed one says why in failure_reason. Nodes is omitted (not null)
-// only in the event's copy, which the contract keeps small.
-type simulationObject struct {
-	resourceHeader       `json:",inline"`
-	Status               string                    `json:"status"`
-	CompletedAt          *string                   `json:"completed_at"`
-	FailureReason        *string                   `json:"failure_reason"`
-	Progress             float64                   `json:"progress"`
-	Model                string                    `json:"model"`
-	Seed                 int64                     `json:"seed"`
-	Simulations          int                       `json:"simulations"`
-	SystemicRiskDetected *bool                     `json:"systemic_risk_detected"`
-	Score                *float64                  `json:"score"`
-	RiskBand             *string                   `json:"risk_band"`
-	Dimensions           *cascade.Dimensions       `json:"dimensions"`
-	Scenarios            *[]cascade.ScenarioResult `json:"scenarios"`
-	// Nodes is JSON null until completed, the node array then, and absent in the event.
-	Nodes         any    `json:"nodes,omitzero"`
-	MethodVersion string `json:"method_version"`
-}
-
-// newSimulationObject is the object of a simulation of in that has not finished.
-func newSimulationObject(h resourceHeader, status string, in cascade.Input) simulationObject {
-	o := simulationObject{resourceHeader: h, Status: status, Model: cascade.ModelThreshold,
-		Simulations: cascade.DefaultSimulations, MethodVersion: cascade.MethodVersion, Nodes: jsontext.Value("null")}
-	if in.Model != "" {
-		o.Model = in.Model
-	}
-	if in.Seed != nil {
-		o.Seed = *in.Seed
-	}
-	if in.Simulations != nil {
-		o.Simulations = *in.Simulations
-	}
-	return o
-}
-
-// complete fills the result in.
-func (o *simulationObject) complete(res cascade.Result, at time.Time) {
-	done := formatTime(at)
-	o.Status, o.CompletedAt, o.Progress = store.SimulationCompleted, &done, 1
-	o.Model, o.Seed, o.Simulations, o.MethodVersion = res.Model, res.Seed, res.Simulations, res.MethodVersion
-	o.SystemicRiskDetected, o.Score, o.RiskBand = &res.SystemicRiskDetected, &res.Score, &res.RiskBand
-	o.Dimensions, o.Scenarios, o.Nodes = &res.Dimensions, &res.Scenarios, res.Nodes
-}
-
-func (o *simulationObject) fail(reason string, at time.Time) {
-	done := formatTime(at)
-	o.Status, o.CompletedAt, o.FailureReason = store.SimulationFailed, &done, &reason
-}
-
-// encode renders the object for GET and, without the per-node array, for the event.
-func (o simulationObject) encode() (object, event []byte, err error) {
-	if object, err = json.Marshal(o, objectEncodeOptions); err != nil {
-		return nil, nil, err
-	}
-	o.Nodes = nil
-	if event, err = json.Marshal(o, objectEncodeOptions); err != nil {
-		return nil, nil, err
-	}
-	return object, event, nil
-}
-
 // handleSimulate is POST /v1/cascade/simulate: small work runs in the request and answers 200
 // with the completed simulation; async requests and work above the contract's threshold are
-// stored queued, answered 202, and run by a SimulationRunner. Either way the finished
+// stored queued, answered 202, and run by the background runner (internal/simulation). Either way the finished
 // simulation is stored with its cascade.simulation_completed event in one transaction.
 func (s *Server) handleSimulate() http.Handler {
 	return handleJSON(s, func(r *http.Request, req *simulateRequest) (int, any, error) {
 		in := req.Input
 		p := principalFrom(r.Context())
 		now := s.now()
-		h := newHeader(r, product.Cascade, now)
-		sim := store.Simulation{ID: h.ID, AccountID: p.Account.ID, Mode: p.Key.Mode, CreatedAt: now, UpdatedAt: now}
-		var err error
+		sim := store.Simulation{ID: ident.New(product.Cascade.Results.IDPrefix), AccountID: p.Account.ID, Mode: p.Key.Mode, CreatedAt: now, UpdatedAt: now}
 		if in.Async || req.work > cascade.AsyncWorkThreshold {
-			obj := newSimulationObject(h, store.SimulationQueued, in)
-			if sim.Request, err = json.Marshal(in); err == nil {
-				sim.Payload, _, err = obj.encode()
-			}
+			queued, err := simulation.Queued(sim, in)
 			if err == nil {
-				sim.Status = store.SimulationQueued
-				err = s.cfg.Store.CreateSimulation(r.Context(), sim, nil)
+				err = s.cfg.Store.CreateSimulation(r.Context(), queued, nil)
 			}
 			if err != nil {
 				return 0, nil, err
 			}
-			s.wakeSimulationRunner()
-			return http.StatusAccepted, jsontext.Value(sim.Payload), nil
+			s.cfg.WakeSimulations()
+			return http.StatusAccepted, jsontext.Value(queued.Payload), nil
 		}
 		res, err := cascade.Analyze(r.Context(), in)
 		if err != nil {
 			return 0, nil, err
 		}
-		obj := newSimulationObject(h, store.SimulationRunning, in)
-		obj.complete(res, s.cfg.Now())
-		payload, evPayload, err := obj.encode()
+		obj := simulation.NewObject(sim, store.SimulationRunning, in)
+		obj.Complete(res, s.cfg.Now())
+		payload, evPayload, err := obj.Encode()
 		if err != nil {
 			return 0, nil, err
 		}
-		ev, err := newEvent(p.Account.ID, p.Key.Mode, product.Cascade.Event, jsontext.Value(evPayload), now)
+		ev, err := event.New(p.Account.ID, p.Key.Mode, product.Cascade.Event, jsontext.Value(evPayload), now)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -3,9 +3,9 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 
+	"riskapi/internal/event"
 	"riskapi/internal/store"
 )
 
@@ -19,9 +19,9 @@ func (s *Server) handleListEvents() http.Handler {
 			return
 		}
 		eventType := q.filters["type"]
-		if _, given := q.filters["type"]; given && !slices.Contains(subscribableEvents, eventType) {
-			writeError(w, r, invalidField("type", "string (one of "+strings.Join(subscribableEvents, ", ")+")", "string",
-				"%q is not an event kind. Known kinds: %s.", eventType, strings.Join(subscribableEvents, ", ")))
+		if _, given := q.filters["type"]; given && !event.IsKind(eventType) {
+			writeError(w, r, invalidField("type", "string (one of "+strings.Join(event.Kinds(), ", ")+")", "string",
+				"%q is not an event kind. Known kinds: %s.", eventType, strings.Join(event.Kinds(), ", ")))
 			return
 		}
 		p := principalFrom(r.Context())

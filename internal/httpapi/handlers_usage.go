@@ -2,12 +2,9 @@ package httpapi
 
 import (
 	"net/http"
-	"slices"
 	"time"
 
-	"riskapi/internal/auth"
 	"riskapi/internal/product"
-	"riskapi/internal/ratelimit"
 )
 
 // maxUsageDays bounds one usage query: a year and a day covers any billing period.
@@ -101,47 +98,15 @@ func (s *Server) handleUsage() http.Handler {
 				view.Totals[u.Product] += u.Units
 			}
 		}
-		limits, err := s.currentLimits(r, p)
+		states, err := s.limits.Peek(r.Context(), s.cfg.Limiter, p, s.cfg.Now())
 		if err != nil {
 			requestInfoFrom(r.Context()).log.Warn("rate limiter unavailable for usage", "err", err)
 		}
-		view.RateLimits = limits
+		view.RateLimits = make([]rateLimitState, len(states))
+		for i, st := range states {
+			view.RateLimits[i] = rateLimitState{Policy: st.Policy, Product: st.Product, Window: st.Window.String(),
+				Limit: st.Limit, Remaining: st.Remaining, Reset: st.Reset.Unix()}
+		}
 		writeData(w, r, http.StatusOK, view)
 	})
-}
-
-// currentLimits peeks at every bucket the principal's requests count against: one per
-// product and the platform bucket in live mode, the daily bucket in test mode, and the
-// key's own bucket if it has one.
-func (s *Server) currentLimits(r *http.Request, p auth.Principal) ([]rateLimitState, error) {
-	categories := []string{""}
-	if p.Livemode() {
-		categories = slices.Concat(product.Names(), categories)
-	}
-	var applied []limitBucket
-	var keyBucket []limitBucket
-	for _, product := range categories {
-		for _, b := range s.bucketsFor(p, product) {
-			if b.policy == "key" {
-				keyBucket = []limitBucket{b} // the same bucket for every category: list it once, last
-				continue
-			}
-			applied = append(applied, b)
-		}
-	}
-	applied = append(applied, keyBucket...)
-	buckets := make([]ratelimit.Bucket, len(applied))
-	for i, a := range applied {
-		buckets[i] = a.bucket
-	}
-	states, err := s.cfg.Limiter.Peek(r.Context(), s.cfg.Now(), buckets...)
-	if err != nil {
-		return []rateLimitState{}, err
-	}
-	out := make([]rateLimitState, len(states))
-	for i, st := range states {
-		out[i] = rateLimitState{Policy: applied[i].policy, Product: applied[i].product,
-			Window: st.Bucket.Window.String(), Limit: st.Bucket.Limit, Remaining: st.Remaining(), Reset: st.Reset.Unix()}
-	}
-	return out, nil
 }

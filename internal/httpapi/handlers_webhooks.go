@@ -3,51 +3,16 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"riskapi/internal/delivery"
 	"riskapi/internal/ident"
+	"riskapi/internal/resource"
 	"riskapi/internal/store"
+	"riskapi/internal/webhooks"
 )
-
-// Webhook secrets: "whsec_" and at least 24 more characters, 256 in all (webhooks contract).
-const (
-	secretPrefix        = "whsec_"
-	minSecretBody       = 24
-	maxSecretLength     = 256
-	maxDescriptionChars = 500
-)
-
-// webhookEndpointObject is a webhook endpoint as the API shows it. The secret is write-only.
-type webhookEndpointObject struct {
-	ID             string   `json:"id"`
-	Object         string   `json:"object"`
-	URL            string   `json:"url"`
-	Events         []string `json:"events"`
-	Description    *string  `json:"description"`
-	Status         string   `json:"status"`
-	DisabledReason *string  `json:"disabled_reason"`
-	Livemode       bool     `json:"livemode"`
-	CreatedAt      string   `json:"created_at"`
-}
-
-func newWebhookEndpointObject(e store.WebhookEndpoint) webhookEndpointObject {
-	o := webhookEndpointObject{ID: e.ID, Object: "webhook_endpoint", URL: e.URL, Events: e.Events,
-		Status: e.Status, Livemode: e.Mode == store.ModeLive, CreatedAt: formatTime(e.CreatedAt)}
-	if e.Description != "" {
-		o.Description = &e.Description
-	}
-	if e.DisabledReason != "" {
-		o.DisabledReason = &e.DisabledReason
-	}
-	return o
-}
 
 func endpointPosition(e store.WebhookEndpoint) store.Position {
 	return store.Position{CreatedAt: e.CreatedAt, ID: e.ID}
@@ -74,7 +39,7 @@ type deliveryObject struct {
 func newDeliveryObject(d store.Delivery) deliveryObject {
 	o := deliveryObject{ID: d.ID, Object: "webhook_delivery", WebhookID: d.EndpointID, EventID: d.EventID,
 		EventType: d.EventType, Status: d.Status, Attempts: d.Attempts, ManualRetry: d.ManualRetry,
-		Livemode: d.Mode == store.ModeLive, CreatedAt: formatTime(d.CreatedAt), CompletedAt: formatTimePtr(d.CompletedAt)}
+		Livemode: d.Mode == store.ModeLive, CreatedAt: resource.FormatTime(d.CreatedAt), CompletedAt: resource.FormatTimePtr(d.CompletedAt)}
 	if d.LastStatusCode != 0 {
 		o.LastStatusCode = &d.LastStatusCode
 	}
@@ -82,7 +47,7 @@ func newDeliveryObject(d store.Delivery) deliveryObject {
 		o.LastError = &d.LastError
 	}
 	if d.Status == store.DeliveryPending {
-		o.NextAttemptAt = formatTimePtr(d.NextAttemptAt)
+		o.NextAttemptAt = resource.FormatTimePtr(d.NextAttemptAt)
 	}
 	return o
 }
@@ -91,72 +56,13 @@ func deliveryPosition(d store.Delivery) store.Position {
 	return store.Position{CreatedAt: d.CreatedAt, ID: d.ID}
 }
 
-// webhookFields are the writable fields of an endpoint; POST needs url, events and secret,
-// PATCH takes any of them plus status.
-type webhookFields struct {
-	URL         *string   `json:"url"`
-	Events      *[]string `json:"events"`
-	Secret      *string   `json:"secret"`
-	Description *string   `json:"description"`
-}
-
-// validate checks the fields that are present, in document order.
-func (f *webhookFields) validate() *Error {
-	if f.URL != nil && (*f.URL == "" || len(*f.URL) > 2048) {
-		return invalidField("url", "string (an absolute URL, at most 2048 characters)", "string", "url must be an absolute URL of at most 2048 characters.")
+// webhookFieldError is the 400 for an endpoint field that breaks the webhook rules; nil
+// for nil.
+func webhookFieldError(e *webhooks.FieldError) *Error {
+	if e == nil {
+		return nil
 	}
-	if f.Events != nil {
-		if e := validateEventList(*f.Events); e != nil {
-			return e
-		}
-	}
-	if f.Secret != nil {
-		if e := validateSecret(*f.Secret); e != nil {
-			return e
-		}
-	}
-	if f.Description != nil && utf8.RuneCountInString(*f.Description) > maxDescriptionChars {
-		return invalidField("description", fmt.Sprintf("string (at most %d characters)", maxDescriptionChars), "string",
-			"description is longer than %d characters.", maxDescriptionChars)
-	}
-	return nil
-}
-
-const eventsExpected = `array (of known event kinds, or ["*"])`
-
-func validateEventList(events []string) *Error {
-	if len(events) == 0 {
-		return invalidField("events", eventsExpected, "array", "events must list at least one event kind, or [\"*\"] for all of them.")
-	}
-	for i, kind := range events {
-		path := fmt.Sprintf("events[%d]", i)
-		switch {
-		case kind == store.AllEvents && len(events) > 1:
-			return invalidField(path, eventsExpected, "string", "\"*\" subscribes to every kind; send it alone.")
-		case kind != store.AllEvents && !slices.Contains(subscribableEvents, kind):
-			return invalidField(path, "string (one of "+strings.Join(subscribableEvents, ", ")+", or *)", "string",
-				"%q is not an event kind. Known kinds: %s.", kind, strings.Join(subscribableEvents, ", "))
-		case slices.Index(events, kind) != i:
-			return invalidField(path, eventsExpected, "string", "%q is listed twice.", kind)
-		}
-	}
-	return nil
-}
-
-func validateSecret(secret string) *Error {
-	const expected = "string (whsec_ followed by at least 24 characters, at most 256 in all)"
-	body, ok := strings.CutPrefix(secret, secretPrefix)
-	switch {
-	case !ok:
-		return invalidField("secret", expected, "string", "secret must start with %s.", secretPrefix)
-	case utf8.RuneCountInString(body) < minSecretBody:
-		return invalidField("secret", expected, "string", "secret needs at least %d characters after %s.", minSecretBody, secretPrefix)
-	case utf8.RuneCountInString(secret) > maxSecretLength:
-		return invalidField("secret", expected, "string", "secret is longer than %d characters.", maxSecretLength)
-	case strings.IndexFunc(secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return invalidField("secret", expected, "string", "secret may not contain spaces or control characters.")
-	}
-	return nil
+	return invalidField(e.Field, e.Expected, e.Received, "%s", e.Message)
 }
 
 // checkURL applies the target policy (https in live mode, no private or loopback targets
@@ -176,7 +82,7 @@ func (s *Server) checkURL(ctx context.Context, url string) *Error {
 }
 
 type createWebhookRequest struct {
-	webhookFields `json:",inline"`
+	webhooks.Fields `json:",inline"`
 }
 
 func (r *createWebhookRequest) validate() *Error {
@@ -184,11 +90,11 @@ func (r *createWebhookRequest) validate() *Error {
 	case r.URL == nil:
 		return invalidField("url", "string", "missing", "url is required.")
 	case r.Events == nil:
-		return invalidField("events", eventsExpected, "missing", "events is required.")
+		return invalidField("events", webhooks.EventsExpected, "missing", "events is required.")
 	case r.Secret == nil:
 		return invalidField("secret", "string", "missing", "secret is required.")
 	}
-	return r.webhookFields.validate()
+	return webhookFieldError(r.Fields.Check())
 }
 
 func (r *createWebhookRequest) validateIn(ctx context.Context, s *Server) *Error {
@@ -216,7 +122,7 @@ func (s *Server) handleCreateWebhook() http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusCreated, newWebhookEndpointObject(e), nil
+		return http.StatusCreated, webhooks.NewEndpointObject(e), nil
 	})
 }
 
@@ -234,7 +140,7 @@ func (s *Server) handleListWebhooks() http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writePage(s, w, r, "webhooks", q, page, endpointPosition, func(e store.WebhookEndpoint) any { return newWebhookEndpointObject(e) })
+		writePage(s, w, r, "webhooks", q, page, endpointPosition, func(e store.WebhookEndpoint) any { return webhooks.NewEndpointObject(e) })
 	})
 }
 
@@ -257,17 +163,17 @@ func (s *Server) handleGetWebhook() http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writeData(w, r, http.StatusOK, newWebhookEndpointObject(e))
+		writeData(w, r, http.StatusOK, webhooks.NewEndpointObject(e))
 	})
 }
 
 type updateWebhookRequest struct {
-	webhookFields `json:",inline"`
-	Status        *string `json:"status"`
+	webhooks.Fields `json:",inline"`
+	Status          *string `json:"status"`
 }
 
 func (r *updateWebhookRequest) validate() *Error {
-	if e := r.webhookFields.validate(); e != nil {
+	if e := webhookFieldError(r.Fields.Check()); e != nil {
 		return e
 	}
 	if r.Status != nil && *r.Status != store.EndpointEnabled && *r.Status != store.EndpointDisabled {
@@ -316,7 +222,7 @@ func (s *Server) handleUpdateWebhook() http.Handler {
 		if e.Status == store.EndpointEnabled {
 			s.cfg.Webhooks.Notify() // deliveries held while it was disabled are due now
 		}
-		return http.StatusOK, newWebhookEndpointObject(e), nil
+		return http.StatusOK, webhooks.NewEndpointObject(e), nil
 	})
 }
 
@@ -398,7 +304,7 @@ func (s *Server) handleTestWebhook() http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		ev, err := newEvent(endpoint.AccountID, endpoint.Mode, EventWebhookTest, newWebhookEndpointObject(endpoint), s.cfg.Now())
+		ev, err := webhooks.TestEvent(endpoint, s.cfg.Now())
 		if err != nil {
 			return 0, nil, err
 		}

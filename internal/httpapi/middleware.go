@@ -5,14 +5,14 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 
 	"riskapi/internal/auth"
+	"riskapi/internal/clientip"
 	"riskapi/internal/ratelimit"
+	"riskapi/internal/ratepolicy"
 )
 
 // protected wraps a handler of an authenticated endpoint in the checks of the platform
@@ -39,17 +39,17 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
 		now := s.cfg.Now()
-		failed := []limitBucket{failedAuthBucket(s.clientIP(r))}
-		if states, err := s.cfg.Limiter.Peek(r.Context(), now, failed[0].bucket); err == nil && states[0].Exhausted() {
+		failed := []ratepolicy.Limit{ratepolicy.FailedAuthFrom(clientip.Of(r, s.cfg.TrustedProxies))}
+		if states, err := s.cfg.Limiter.Peek(r.Context(), now, failed[0].Bucket); err == nil && states[0].Exhausted() {
 			setLimitHeaders(w.Header(), failed, states, now, true)
-			writeError(w, r, errRateLimited(states[0], failed[0].policy))
+			writeError(w, r, errRateLimited(states[0], failed[0].Policy))
 			return
 		}
 		p, err := s.cfg.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		var rejected *auth.RejectedError
 		switch {
 		case errors.As(err, &rejected):
-			if states, err := s.cfg.Limiter.Take(r.Context(), now, failed[0].bucket); err == nil {
+			if states, err := s.cfg.Limiter.Take(r.Context(), now, failed[0].Bucket); err == nil {
 				setLimitHeaders(w.Header(), failed, states, now, false)
 			} else {
 				info.log.Warn("failed-authentication limiter", "err", err)
@@ -75,12 +75,8 @@ func (s *Server) limitRate(product string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
 		now := s.cfg.Now()
-		applied := s.bucketsFor(*info.principal, product)
-		buckets := make([]ratelimit.Bucket, len(applied))
-		for i, a := range applied {
-			buckets[i] = a.bucket
-		}
-		states, err := s.cfg.Limiter.Take(r.Context(), now, buckets...)
+		applied := s.limits.For(*info.principal, product)
+		states, err := s.cfg.Limiter.Take(r.Context(), now, ratepolicy.Buckets(applied)...)
 		if err != nil {
 			info.log.Error("rate limiter unavailable; request admitted", "err", err)
 			next.ServeHTTP(w, r)
@@ -89,7 +85,7 @@ func (s *Server) limitRate(product string, next http.Handler) http.Handler {
 		refused := slices.ContainsFunc(states, func(st ratelimit.State) bool { return !st.Allowed() })
 		tight := setLimitHeaders(w.Header(), applied, states, now, refused)
 		if refused {
-			writeError(w, r, errRateLimited(states[tight], applied[tight].policy))
+			writeError(w, r, errRateLimited(states[tight], applied[tight].Policy))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -110,39 +106,6 @@ func (s *Server) meterUsage(product string, next http.Handler) http.Handler {
 			s.cfg.Meter.Record(info.principal.Account.ID, product, r.Method+" "+info.route, s.cfg.Now())
 		}
 	})
-}
-
-// clientIP is the address of the client: the connection's peer, or, when the peer is a
-// trusted proxy, the nearest X-Forwarded-For entry that is not itself a trusted proxy.
-func (s *Server) clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil || !s.trusted(peer) {
-		return host
-	}
-	forwarded := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(forwarded) - 1; i >= 0; i-- {
-		addr, err := netip.ParseAddr(strings.TrimSpace(forwarded[i]))
-		if err != nil {
-			break // a malformed entry: trust nothing beyond it
-		}
-		if !s.trusted(addr) {
-			return addr.String()
-		}
-	}
-	return host
-}
-
-func (s *Server) trusted(addr netip.Addr) bool {
-	for _, p := range s.cfg.TrustedProxies {
-		if p.Contains(addr.Unmap()) {
-			return true
-		}
-	}
-	return false
 }
 
 // requireScope answers 403 when the key does not hold scope.

@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,14 +20,52 @@ import (
 	"riskapi/internal/delivery"
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
+	"riskapi/internal/ratepolicy"
 	"riskapi/internal/store"
 	"riskapi/internal/usage"
 )
 
+// Store is what the API reads and writes; store.Store is one. Lookups of one object return
+// store.ErrNotFound when it does not exist in the caller's account and mode, and
+// CreateWebhookEndpoint store.ErrLimitReached when the mode already has max endpoints.
+type Store interface {
+	// Ping checks that the store answers, for GET /readyz.
+	Ping(ctx context.Context) error
+	// Idempotent POSTs (idempotency.go).
+	BeginIdempotent(ctx context.Context, k store.IdempotencyKey, p store.IdempotencyPolicy, now time.Time) (state store.IdempotencyState, token string, resp store.StoredResponse, err error)
+	CompleteIdempotent(ctx context.Context, k store.IdempotencyKey, token string, resp store.StoredResponse, now time.Time) error
+	ReleaseIdempotent(ctx context.Context, k store.IdempotencyKey, token string) error
+	// GET /v1/usage.
+	Usage(ctx context.Context, accountID string, from, to time.Time) ([]store.UsageUnits, error)
+
+	// The products' results, each written with its event in one transaction.
+	CreateAnalysis(ctx context.Context, a store.Analysis, ev *store.Event) error
+	Analysis(ctx context.Context, accountID string, mode store.Mode, product, id string) (store.Analysis, error)
+	ListAnalyses(ctx context.Context, accountID string, mode store.Mode, product, subject string, q store.PageQuery) (store.Page[store.Analysis], error)
+	AddDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, events []store.DriftEvent) (store.DriftEventBatch, error)
+	CountDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string) (int64, error)
+	DriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, from, to *time.Time, limit int) ([]store.DriftEvent, error)
+	CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event) error
+	Simulation(ctx context.Context, accountID string, mode store.Mode, id string) (store.Simulation, error)
+	ListSimulations(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.Simulation], error)
+
+	// Events, webhook endpoints and their deliveries.
+	Event(ctx context.Context, accountID string, mode store.Mode, id string) (store.Event, error)
+	ListEvents(ctx context.Context, accountID string, mode store.Mode, eventType string, q store.PageQuery) (store.Page[store.Event], error)
+	CreateEventFor(ctx context.Context, ev store.Event, endpointID string) (store.Delivery, error)
+	CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, max int) error
+	WebhookEndpoint(ctx context.Context, accountID string, mode store.Mode, id string) (store.WebhookEndpoint, error)
+	ListWebhookEndpoints(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.WebhookEndpoint], error)
+	UpdateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint) error
+	DeleteWebhookEndpoint(ctx context.Context, accountID string, mode store.Mode, id string) error
+	ListDeliveries(ctx context.Context, accountID string, mode store.Mode, endpointID string, q store.PageQuery) (store.Page[store.Delivery], error)
+	RequestManualRetry(ctx context.Context, accountID string, mode store.Mode, endpointID, id string, now time.Time) (store.Delivery, error)
+}
+
 // Config holds the server's dependencies and settings. Store, Auth, Limiter, Meter, Logger
 // and CursorKey are required.
 type Config struct {
-	Store   store.Store
+	Store   Store
 	Auth    *auth.Authenticator
 	Limiter ratelimit.Limiter
 	Meter   *usage.Meter
@@ -49,10 +88,14 @@ type Config struct {
 	// Deprecation, when set, marks v1 deprecated: responses carry Deprecation, Sunset and Link.
 	Deprecation *Deprecation
 	// UnlimitedCeiling is the hourly ceiling behind the plan table's "Unlimited"; zero means
-	// DefaultUnlimitedCeiling.
+	// ratepolicy.DefaultUnlimitedCeiling.
 	UnlimitedCeiling int64
 	// Webhooks is how endpoints' URLs are checked and how the dispatcher is woken.
 	Webhooks WebhookConfig
+	// WakeSimulations wakes the background simulation runner after a simulation was queued,
+	// so it starts at once rather than at its next poll (simulation.Runner.Wake). Nil means
+	// no runner runs in this process; another process's runner picks the simulation up.
+	WakeSimulations func()
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed
 	// when finding a client's IP (for the failed-authentication limit). Empty: trust none.
 	TrustedProxies []netip.Prefix
@@ -84,7 +127,8 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *httpMetrics
-	simWake simulationWake
+	// limits are the rate-limit buckets requests count against.
+	limits ratepolicy.Policy
 	// patterns are the routes as mounted (routes.go), in order.
 	patterns []string
 }
@@ -103,8 +147,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Webhooks.Notify == nil {
 		cfg.Webhooks.Notify = func() {}
 	}
-	if cfg.UnlimitedCeiling <= 0 {
-		cfg.UnlimitedCeiling = DefaultUnlimitedCeiling
+	if cfg.WakeSimulations == nil {
+		cfg.WakeSimulations = func() {}
 	}
 	if cfg.Region == "" {
 		cfg.Region = store.RegionDefault
@@ -122,7 +166,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics, limits: ratepolicy.Policy{UnlimitedCeiling: cfg.UnlimitedCeiling}}
 	s.routes()
 	return s, nil
 }

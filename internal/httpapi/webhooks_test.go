@@ -11,6 +11,7 @@ import (
 
 	"riskapi/internal/auth"
 	"riskapi/internal/delivery"
+	"riskapi/internal/event"
 	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
@@ -196,7 +197,7 @@ func TestProductEventsFanOutByModeAndKind(t *testing.T) {
 		mode store.Mode
 		kind string
 	}{{store.ModeLive, product.Drift.Event}, {store.ModeLive, product.Cascade.Event}, {store.ModeTest, product.Meridian.Event}} {
-		ev, err := newEvent(b.account.ID, c.mode, c.kind, map[string]string{"id": "obj_1"}, time.Now())
+		ev, err := event.New(b.account.ID, c.mode, c.kind, map[string]string{"id": "obj_1"}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,11 +15,17 @@ import (
 	"riskapi/internal/store"
 )
 
+// Store is where a Meter writes what it counted: AddUsage adds a batch of units to the
+// stored daily totals in one transaction. store.Store is one.
+type Store interface {
+	AddUsage(ctx context.Context, units []store.UsageUnits) error
+}
+
 // Meter collects units and flushes them to the store. A crash loses at most the units of
 // one flush interval (2 s by default), always in the customer's favour; a graceful
 // shutdown flushes everything.
 type Meter struct {
-	store store.Store
+	store Store
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -32,7 +38,7 @@ type unitKey struct {
 }
 
 // NewMeter returns a Meter writing to s.
-func NewMeter(s store.Store, log *slog.Logger) *Meter {
+func NewMeter(s Store, log *slog.Logger) *Meter {
 	return &Meter{store: s, log: log, pending: map[unitKey]int64{}}
 }
 

@@ -1,0 +1,59 @@
+// Package resource is the JSON form of the objects the API stores and returns, for every
+// package that writes one (the HTTP API, the background simulation runner, the dashboard's
+// webhook test): the one timestamp format, the header every stored object starts with, and
+// the encoder options that make equal objects encode to equal bytes.
+package resource
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// timestampLayout is RFC 3339 UTC with milliseconds, the one timestamp format of the API.
+const timestampLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime renders t in the API's timestamp format.
+func FormatTime(t time.Time) string { return t.UTC().Format(timestampLayout) }
+
+// FormatTimePtr renders an optional time as a string or JSON null.
+func FormatTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := FormatTime(*t)
+	return &s
+}
+
+// EncodeOptions sort map keys, so equal values always encode to equal bytes (envelopes and
+// events).
+var EncodeOptions = json.Deterministic(true)
+
+// ObjectEncodeOptions encode the objects the API stores and returns (analyses, simulations,
+// events about them): keys sorted where maps appear, every time.Time in the API's one
+// timestamp format (RFC 3339 UTC with milliseconds), whatever precision the engine's times
+// carry, and a number that is not finite — a statistic of extreme data that overflowed
+// float64 — as null rather than a failed response (JSON has no NaN or infinity).
+var ObjectEncodeOptions = json.JoinOptions(EncodeOptions,
+	json.WithMarshalers(json.JoinMarshalers(
+		json.MarshalToFunc(func(enc *jsontext.Encoder, t time.Time) error {
+			return enc.WriteToken(jsontext.String(FormatTime(t)))
+		}),
+		json.MarshalToFunc(func(enc *jsontext.Encoder, x float64) error {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return enc.WriteToken(jsontext.Null)
+			}
+			return errors.ErrUnsupported // finite: the default encoding
+		}),
+	)))
+
+// Header is what every stored object starts with (platform contract §1).
+type Header struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	Livemode  bool   `json:"livemode"`
+	CreatedAt string `json:"created_at"`
+}
