@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"riskapi/engine"
 )
@@ -112,7 +113,9 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 		res.PrincipalID = &id
 	}
 
-	tests := p.testParties(alpha)
+	var stopped atomic.Bool
+	defer context.AfterFunc(ctx, func() { stopped.Store(true) })()
+	tests := p.testParties(alpha, stopped.Load)
 	if err := ctx.Err(); err != nil {
 		return Analysis{}, err
 	}

@@ -225,7 +225,7 @@ func stratifiedZ(win, ref []sums, sign, margin float64) (z, m, r float64) {
 
 // testParties runs the per-party tests for every non-principal party that benefits from
 // an event in the monitoring window.
-func (p *prepared) testParties(alpha float64) []partyTest {
+func (p *prepared) testParties(alpha float64, stopped func() bool) []partyTest {
 	n, nb := p.n, p.nb
 	starts := scanStarts(n, nb)
 	G := len(starts)
@@ -319,6 +319,9 @@ func (p *prepared) testParties(alpha float64) []partyTest {
 
 	var out []partyTest
 	for k := range p.names {
+		if stopped() {
+			return nil // Analyze returns the context's error
+		}
 		es := entries[k]
 		if len(es) == 0 || es[len(es)-1].i < nb {
 			continue
