@@ -7,6 +7,7 @@ package product
 import (
 	"reflect"
 	"slices"
+	"strings"
 
 	"riskapi/cascade"
 	"riskapi/convergence"
@@ -180,10 +181,6 @@ func (p Product) WriteScope() string { return p.Name + ":write" }
 
 // OfScope names the product a scope belongs to ("drift:write" → Drift), if any.
 func OfScope(scope string) (Product, bool) {
-	for _, p := range All {
-		if len(scope) > len(p.Name) && scope[:len(p.Name)] == p.Name && scope[len(p.Name)] == ':' {
-			return p, true
-		}
-	}
-	return Product{}, false
+	name, _, _ := strings.Cut(scope, ":")
+	return Lookup(name)
 }

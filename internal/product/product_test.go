@@ -1,0 +1,69 @@
+package product
+
+import (
+	"slices"
+	"testing"
+
+	"riskapi/internal/store"
+)
+
+// Every row is complete, and names, id prefixes, events, paths and list names are unique:
+// a row copied for a new product and left half-edited fails here.
+func TestRegistryRowsAreCompleteAndDistinct(t *testing.T) {
+	seen := map[string]string{}
+	unique := func(kind, value, owner string) {
+		t.Helper()
+		if value == "" {
+			t.Errorf("%s: empty %s", owner, kind)
+			return
+		}
+		if prev, dup := seen[kind+"="+value]; dup {
+			t.Errorf("%s %q of %s is also %s's", kind, value, owner, prev)
+		}
+		seen[kind+"="+value] = owner
+	}
+	for _, p := range All {
+		unique("name", p.Name, p.Name)
+		unique("title", p.Title, p.Name)
+		unique("event", p.Event, p.Name)
+		unique("analyze endpoint", p.Analyze, p.Name)
+		unique("id prefix", p.Results.IDPrefix, p.Name)
+		unique("object", p.Results.Object, p.Name)
+		unique("results path", p.Results.Path, p.Name)
+		unique("list", p.Results.List, p.Name)
+		for _, plan := range []store.Plan{store.PlanFreeTrial, store.PlanStarter, store.PlanProfessional, store.PlanEnterprise} {
+			if v := p.HourlyLimits[plan]; v == 0 {
+				t.Errorf("%s: no hourly limit for plan %s", p.Name, plan)
+			}
+		}
+		if p.Request == nil || p.Result == nil || p.Scenarios == nil || p.Generate == nil {
+			t.Errorf("%s: request, result, scenarios and generator are required", p.Name)
+		}
+		for _, scenario := range p.Scenarios() {
+			if request, _ := p.Generate(scenario, 1); request == nil {
+				t.Errorf("%s: scenario %s generates nothing", p.Name, scenario)
+			}
+		}
+	}
+}
+
+func TestLookupsFollowTheRegistry(t *testing.T) {
+	if got := Names(); !slices.Equal(got, []string{"drift", "convergence", "cascade", "meridian"}) {
+		t.Errorf("Names() = %v", got)
+	}
+	if got := Events(); got[0] != "drift.shadow_detected" || len(got) != len(All) {
+		t.Errorf("Events() = %v", got)
+	}
+	if p, ok := OfScope("cascade:write"); !ok || p.Name != "cascade" {
+		t.Errorf(`OfScope("cascade:write") = %v, %v`, p.Name, ok)
+	}
+	if _, ok := OfScope("webhooks:read"); ok {
+		t.Error("webhooks:read names no product")
+	}
+	if _, ok := Lookup("beacon"); ok {
+		t.Error("Lookup of an unknown product succeeded")
+	}
+	if Drift.ReadScope() != "drift:read" || Drift.WriteScope() != "drift:write" {
+		t.Errorf("scopes %s %s", Drift.ReadScope(), Drift.WriteScope())
+	}
+}
