@@ -116,19 +116,16 @@ func (b *bundle) runner(owner string) func() {
 	return stop
 }
 
+// awaitSimulation reads the simulation through the API now and after each of the runner's
+// steps until it has status, and returns that response.
 func (b *bundle) awaitSimulation(t *testing.T, id, status string) response {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := b.get("/v1/cascade/simulations/"+id, b.testKey)
-		if r.field("data.status") == status {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("simulation %s is %v, not %s: %s", id, r.field("data.status"), status, r.raw)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var r response
+	b.sims.waitFor(t, 20*time.Second, "simulation "+id+" "+status, func() bool {
+		r = b.get("/v1/cascade/simulations/"+id, b.testKey)
+		return r.field("data.status") == status
+	})
+	return r
 }
 
 // async: 202 queued, then a runner completes it and the event is emitted.
@@ -166,10 +163,15 @@ func TestCascadeInterruptedSimulations(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := b.runner("runner-2")
-	time.Sleep(50 * time.Millisecond)
+	b.sims.waitFor(t, 5*time.Second, "runner-2 looking for work", func() bool { return b.sims.emptyClaimsBy("runner-2") > 0 })
+	// runner-2 has looked for work and left the leased row alone: one attempt (the dead
+	// process's), and the API still shows it queued, since the dead process never wrote
+	// "running" to the payload.
+	if sim, err := b.store.Simulation(ctx, b.account.ID, store.ModeTest, resumed); err != nil || sim.Attempts != 1 {
+		t.Fatalf("while the dead process's lease holds: %d attempts (%v), want 1: runner-2 must not claim it", sim.Attempts, err)
+	}
 	if s := b.get("/v1/cascade/simulations/"+resumed, b.testKey).field("data.status"); s != "queued" {
-		// The dead process never wrote "running" to the payload; the row is leased, not finished.
-		t.Logf("status while leased by the dead process: %v", s)
+		t.Fatalf("status while leased by the dead process: %v, want queued", s)
 	}
 	b.clock.Advance(simulationLease + time.Second)
 	done := b.awaitSimulation(t, resumed, "completed")
