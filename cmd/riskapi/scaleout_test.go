@@ -148,6 +148,13 @@ func TestTwoProcessesShareOneLimit(t *testing.T) {
 	procEnv := []string{"RISKAPI_DATABASE_URL=" + dbURL, "RISKAPI_REDIS_URL=" + redisURL, "RISKAPI_REDIS_PREFIX=" + prefix}
 	servers := []*process{startProcess(t, bin, procEnv), startProcess(t, bin, procEnv)}
 
+	// A first request to each process, with a key of its own, opens its connections to
+	// PostgreSQL and Redis, so that neither meets the burst cold and falls behind the other.
+	warm := newKey()
+	if statuses := burst(t, servers, warm, len(servers)); statuses[0] != http.StatusOK || statuses[1] != http.StatusOK {
+		t.Fatalf("warm-up requests answered %v, want 200 from each process", statuses)
+	}
+
 	// The limit is per clock hour (UTC). A burst that straddles the turn of the hour
 	// counts against two windows, so it proves nothing: it is sent again with a new key.
 	var statuses []int
