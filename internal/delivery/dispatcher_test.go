@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -560,10 +559,8 @@ func TestSecretIsNeverLoggedOrStored(t *testing.T) {
 	h := newHarness(t, s)
 	var logs testlog.Buffer
 	// Every kind of outcome: refused connection, 500, redirect, 410.
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
 	endpoints := []store.WebhookEndpoint{
-		h.endpoint(closed.URL),
+		h.endpoint(refusedURL(t)),
 		h.endpoint(statusReceiver(t, http.StatusInternalServerError).URL),
 		h.endpoint(statusReceiver(t, http.StatusMovedPermanently).URL),
 		h.endpoint(statusReceiver(t, http.StatusGone).URL),
