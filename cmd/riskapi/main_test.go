@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,6 +19,14 @@ import (
 
 	"riskapi/internal/testlog"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.dir != "" {
+		_ = os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
+}
 
 // env is a fake environment for run.
 type env map[string]string

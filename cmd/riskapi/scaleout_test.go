@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,15 +53,30 @@ func (p *process) stop() error {
 	return p.stopErr
 }
 
-// buildBinary compiles this command once for the test.
+// binary is this command, built once for all the tests that run it as a process; TestMain
+// removes its directory.
+var binary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// buildBinary returns the path of this command, built on the first call.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "riskapi")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binary.once.Do(func() {
+		if binary.dir, binary.err = os.MkdirTemp("", "riskapi-test-"); binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "riskapi")
+		if out, err := exec.Command("go", "build", "-o", binary.path, ".").CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
 	}
-	return bin
+	return binary.path
 }
 
 // startProcess starts `riskapi serve` on a free port with env added to the environment
