@@ -126,6 +126,9 @@ func runEvaluation(t *testing.T, s evalSettings) []evalRow {
 // against the planted truth: main settings (the generator's defaults) and held-out settings
 // not used to design the generator (larger networks, wider degree and share ranges).
 func TestEvaluation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long accuracy evaluation; run without -short")
+	}
 	t.Parallel()
 	for _, s := range []evalSettings{
 		{name: "main", seedBase: 1000, perScen: evalPerScenario},

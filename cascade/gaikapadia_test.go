@@ -101,6 +101,9 @@ func gaiKapadiaCurve(t testing.TB, zs []float64, nets, runs int, seed uint64) []
 // TestGaiKapadiaContagionWindow reproduces Gai & Kapadia (2010), Fig. 1 (capital buffer 4 %):
 // contagion is frequent inside the window 1.02 < z < 5.77 and rare outside it.
 func TestGaiKapadiaContagionWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long validation against Gai & Kapadia (2010); run without -short")
+	}
 	t.Parallel()
 	zs := []float64{1, 2, 3, 4, 5, 7, 8}
 	pts := gaiKapadiaCurve(t, zs, gkNets, gkRuns, 2010)

@@ -11,6 +11,9 @@ import (
 // (the others have a null blast radius and come last, by id), λ₂ converges, and the work
 // is what the contract's formula says.
 func TestLargeNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates a network at the contract's limits, 14 s; run without -short")
+	}
 	t.Parallel()
 	in := benchInput(largeNodes, 9.9, largeRuns)
 	for i := range in.Network.Nodes {

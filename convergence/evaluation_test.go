@@ -463,6 +463,9 @@ func heldMarket(r *rand.Rand) GenParams {
 
 // TestEvaluation runs the main, stress and held-out evaluations; every gated target gates.
 func TestEvaluation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long accuracy evaluation; run without -short")
+	}
 	t.Parallel()
 	for _, s := range []evalSettings{mainSettings, stressSettings, heldOutSettings} {
 		rep := runEvaluation(t, s)

@@ -370,6 +370,9 @@ var largeSettings = evalSettings{
 // TestEvaluation runs the main, held-out, boundary, boundary held-out and large
 // evaluations; every target gates on every run.
 func TestEvaluation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long accuracy evaluation; run without -short")
+	}
 	t.Parallel()
 	for _, s := range []evalSettings{mainSettings, heldOutSettings, boundarySettings, boundaryHeldOutSettings, largeSettings} {
 		rep := runEvaluation(t, s)

@@ -32,6 +32,9 @@ type evalTally struct {
 // every planted count and row, no unexpected value where none was planted. Under the race
 // detector a fifth of the seeds run.
 func TestEvaluation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long accuracy evaluation; run without -short")
+	}
 	runs := []evalRun{
 		{"main", 1001, 40, func(r *rand.Rand) GenParams { return GenParams{} }},
 		{"held-out", 9_000_001, 10, func(r *rand.Rand) GenParams {

@@ -33,7 +33,7 @@ func productService(t *testing.T) (*service, string, *receiver) {
 func awaitEvent(t *testing.T, rc *receiver, kind string) map[string]any {
 	t.Helper()
 	var got receivedRequest
-	waitFor(t, 5*time.Second, kind+" delivery", func() bool {
+	rc.waitFor(t, 5*time.Second, kind+" delivery", func() bool {
 		for _, r := range rc.received() {
 			if r.event == kind {
 				got = r
@@ -104,7 +104,7 @@ func TestCascadeSimulationSurvivesRestart(t *testing.T) {
 		_, got := apiCall(t, svc, http.MethodGet, "/v1/cascade/simulations/"+id, key, "")
 		return dig(got, "data.status")
 	}
-	waitFor(t, 10*time.Second, "simulation running", func() bool { return statusOf(svc) == "running" })
+	pollUntil(t, 10*time.Millisecond, 10*time.Second, "simulation running", func() bool { return statusOf(svc) == "running" })
 	if err := svc.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestCascadeSimulationSurvivesRestart(t *testing.T) {
 	if s := statusOf(again); s != "queued" && s != "running" {
 		t.Fatalf("after a graceful stop the simulation is %v, want queued (handed back) or running (resumed)", s)
 	}
-	waitFor(t, 2*time.Minute, "simulation completed after the restart", func() bool { return statusOf(again) == "completed" })
+	pollUntil(t, 50*time.Millisecond, 2*time.Minute, "simulation completed after the restart", func() bool { return statusOf(again) == "completed" })
 	ev := awaitEvent(t, rc, "cascade.simulation_completed")
 	if dig(ev, "data.object.id") != id || dig(ev, "data.object.status") != "completed" {
 		t.Fatalf("event: %v", ev)

@@ -34,10 +34,13 @@ type receiver struct {
 	*httptest.Server
 	mu       sync.Mutex
 	requests []receivedRequest
+	arrived  chan struct{} // closed, and replaced, as each request arrives
 	// answer decides the status of the n-th request (0-based); nil answers 200.
 	answer func(n int) int
-	// delay is how long each answer takes.
-	delay time.Duration
+	// held, when not nil, keeps the requests from the holdFrom-th (0-based) on unanswered
+	// until it is closed or their connection ends; see hold.
+	held     chan struct{}
+	holdFrom int
 }
 
 type receivedRequest struct {
@@ -56,9 +59,21 @@ func newReceiver(t *testing.T) *receiver {
 		rc.requests = append(rc.requests, receivedRequest{at: time.Now(), body: body,
 			eventID: r.Header.Get("X-Webhook-Id"), deliveryID: r.Header.Get("X-Webhook-Delivery"), event: r.Header.Get("X-Webhook-Event"),
 			signature: r.Header.Get("X-Webhook-Signature"), userAgent: r.Header.Get("User-Agent")})
-		answer, delay := rc.answer, rc.delay
+		answer, held := rc.answer, rc.held
+		if n < rc.holdFrom {
+			held = nil
+		}
+		if rc.arrived != nil {
+			close(rc.arrived)
+			rc.arrived = nil
+		}
 		rc.mu.Unlock()
-		time.Sleep(delay)
+		if held != nil {
+			select {
+			case <-held:
+			case <-r.Context().Done():
+			}
+		}
 		status := http.StatusOK
 		if answer != nil {
 			status = answer(n)
@@ -75,15 +90,38 @@ func (rc *receiver) received() []receivedRequest {
 	return append([]receivedRequest(nil), rc.requests...)
 }
 
-// waitFor polls until cond holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+// hold leaves the requests from the from-th (0-based) on unanswered, each until release is
+// called or its connection ends (the sender was killed). Call it before anything is sent.
+func (rc *receiver) hold(from int) (release func()) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	held := make(chan struct{})
+	rc.held, rc.holdFrom = held, from
+	var once sync.Once
+	return func() { once.Do(func() { close(held) }) }
+}
+
+// waitFor checks cond now and as each request arrives until it holds, and fails the test
+// with what after within.
+func (rc *receiver) waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		rc.mu.Lock()
+		if rc.arrived == nil {
+			rc.arrived = make(chan struct{})
+		}
+		arrived := rc.arrived
+		rc.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-arrived:
+		case <-deadline.C:
 			t.Fatalf("%s: not within %s", what, within)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -153,7 +191,7 @@ func TestWebhookTestEventArrivesSignedWithinOneSecond(t *testing.T) {
 	if status != http.StatusAccepted {
 		t.Fatalf("test: %d %v", status, res)
 	}
-	waitFor(t, time.Second, "webhook.test delivery", func() bool { return len(rc.received()) == 1 })
+	rc.waitFor(t, time.Second, "webhook.test delivery", func() bool { return len(rc.received()) == 1 })
 	got := rc.received()[0]
 	t.Logf("delivered %s after the test call", got.at.Sub(start).Round(time.Millisecond))
 	if got.event != "webhook.test" || got.eventID != dig(res, "data.event_id") || got.deliveryID != dig(res, "data.delivery_id") ||
@@ -175,7 +213,7 @@ func TestWebhookTestEventArrivesSignedWithinOneSecond(t *testing.T) {
 		t.Fatalf("body: %s", got.body)
 	}
 	// The delivery log shows it succeeded; the body equals GET /v1/events/{id}.
-	waitFor(t, 2*time.Second, "delivery recorded", func() bool {
+	pollUntil(t, 10*time.Millisecond, 2*time.Second, "delivery recorded", func() bool {
 		_, log := apiCall(t, svc, http.MethodGet, "/v1/webhooks/"+id+"/deliveries", key, "")
 		items, _ := log["data"].([]any)
 		return len(items) == 1 && items[0].(map[string]any)["status"] == "succeeded"
@@ -213,8 +251,9 @@ func TestFailedAttemptsAreRetriedWithTheSameBody(t *testing.T) {
 	id := dig(created, "data.id").(string)
 	_, res := apiCall(t, svc, http.MethodPost, "/v1/webhooks/"+id+"/test", key, "")
 	deliveryID := dig(res, "data.delivery_id").(string)
+	rc.waitFor(t, 10*time.Second, "three attempts", func() bool { return len(rc.received()) == 3 })
 	var delivery map[string]any
-	waitFor(t, 10*time.Second, "delivery succeeded", func() bool {
+	pollUntil(t, 10*time.Millisecond, 5*time.Second, "delivery succeeded", func() bool {
 		_, log := apiCall(t, svc, http.MethodGet, "/v1/webhooks/"+id+"/deliveries", key, "")
 		items, _ := log["data"].([]any)
 		if len(items) == 1 {
@@ -281,9 +320,12 @@ func createAccount(t *testing.T, e env) string {
 // were in flight at the kill (at most the per-endpoint concurrency of 8).
 func TestCrashMidDeliveryLosesNothing(t *testing.T) {
 	t.Parallel()
-	const events = 1000
+	const events, answered = 1000, 200
 	rc := newReceiver(t)
-	rc.delay = 15 * time.Millisecond
+	// The first 200 requests are answered; later ones are held until the kill has happened,
+	// so the kill always falls mid-delivery with every attempt in flight held.
+	release := rc.hold(answered)
+	defer release()
 	dir := t.TempDir()
 	e := env{"RISKAPI_DATA_DIR": dir}
 	accountID := createAccount(t, e)
@@ -297,18 +339,19 @@ func TestCrashMidDeliveryLosesNothing(t *testing.T) {
 	bin := buildBinary(t)
 	procEnv := []string{"RISKAPI_DATA_DIR=" + dir, "RISKAPI_ALLOW_PRIVATE_WEBHOOKS=true", "RISKAPI_WEBHOOK_TIMEOUT=1s"}
 	first := startProcess(t, bin, procEnv)
-	waitFor(t, 30*time.Second, "first deliveries", func() bool { return len(rc.received()) >= 200 })
+	rc.waitFor(t, 30*time.Second, "first deliveries", func() bool { return len(rc.received()) > answered })
 	if err := first.cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown, no flush
 		t.Fatal(err)
 	}
-	_ = first.cmd.Wait()
+	_ = first.stop() // reaps the killed process
 	atKill := len(rc.received())
-	if atKill >= events {
-		t.Fatalf("all %d events were delivered before the kill; slow the receiver down", events)
+	release()
+	second := startProcess(t, bin, procEnv)
+	rc.waitFor(t, 90*time.Second, "every event after the restart", func() bool { return len(countByEvent(rc.received())) == events })
+	// A graceful stop waits for the attempts in flight, so nothing arrives after it.
+	if err := second.stop(); err != nil {
+		t.Fatal(err)
 	}
-	startProcess(t, bin, procEnv)
-	waitFor(t, 90*time.Second, "every event after the restart", func() bool { return len(countByEvent(rc.received())) == events })
-	time.Sleep(200 * time.Millisecond) // let any straggling attempt arrive before counting
 	got := rc.received()
 	byEvent := countByEvent(got)
 	duplicates := len(got) - len(byEvent)
@@ -324,7 +367,9 @@ func TestTwoProcessesNeverSendAnAttemptTwice(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	const events = 1000
 	rc := newReceiver(t)
-	rc.delay = 2 * time.Millisecond
+	// Nothing is answered until both processes run, so that they deliver side by side.
+	release := rc.hold(0)
+	defer release()
 	e := env{"RISKAPI_DATABASE_URL": dbURL}
 	cli(t, e, "migrate")
 	accountID := createAccount(t, e)
@@ -337,10 +382,15 @@ func TestTwoProcessesNeverSendAnAttemptTwice(t *testing.T) {
 
 	bin := buildBinary(t)
 	procEnv := []string{"RISKAPI_DATABASE_URL=" + dbURL, "RISKAPI_ALLOW_PRIVATE_WEBHOOKS=true"}
-	startProcess(t, bin, procEnv)
-	startProcess(t, bin, procEnv)
-	waitFor(t, 60*time.Second, "every event", func() bool { return len(countByEvent(rc.received())) == events })
-	time.Sleep(500 * time.Millisecond)
+	servers := []*process{startProcess(t, bin, procEnv), startProcess(t, bin, procEnv)}
+	release()
+	rc.waitFor(t, 60*time.Second, "every event", func() bool { return len(countByEvent(rc.received())) == events })
+	// A graceful stop waits for the attempts in flight, so nothing arrives after it.
+	for _, p := range servers {
+		if err := p.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	got := rc.received()
 	byDelivery := map[string]int{}
 	for _, r := range got {

@@ -189,15 +189,16 @@ func startBinary(t *testing.T, bin, data string) (string, *testlog.Buffer) {
 	}()
 	select {
 	case base := <-found:
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if res, err := http.Get(base + "/healthz"); err == nil {
-				res.Body.Close()
-				if res.StatusCode == http.StatusOK {
-					return base, logs
-				}
-			}
+		// serve listens before it prints the line, so /healthz answers at once.
+		res, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatalf("GET /healthz: %v\n%s", err, logs.String())
 		}
-		t.Fatalf("riskapi serve did not become healthy:\n%s", logs.String())
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("riskapi serve is not healthy: GET /healthz answered %d\n%s", res.StatusCode, logs.String())
+		}
+		return base, logs
 	case <-time.After(60 * time.Second):
 		t.Fatalf("riskapi serve did not start:\n%s", logs.String())
 	}

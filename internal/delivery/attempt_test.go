@@ -129,9 +129,8 @@ func TestDescribeRequestError(t *testing.T) {
 		})
 	}
 
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
-	if got := attempt(closed.URL); got.errText != "connection refused" || got.statusCode != 0 {
+	refused := refusedURL(t)
+	if got := attempt(refused); got.errText != "connection refused" || got.statusCode != 0 {
 		t.Errorf("closed port: %+v, want %q", got, "connection refused")
 	}
 
@@ -165,7 +164,7 @@ func TestDescribeRequestError(t *testing.T) {
 	}
 
 	strict := Targets{}.Client(time.Second)
-	got := send(context.Background(), strict, time.Second, time.Now, store.ClaimedDelivery{Payload: []byte("{}"), URL: closed.URL})
+	got := send(context.Background(), strict, time.Second, time.Now, store.ClaimedDelivery{Payload: []byte("{}"), URL: refused})
 	if got.errText != "refused to connect to 127.0.0.1, a loopback address" {
 		t.Errorf("private target with the strict client: %+v", got)
 	}

@@ -21,7 +21,7 @@ import (
 // most 8; endpoints=8 spreads the events over 8 accounts with one endpoint each, so that
 // every worker can be busy. workers=32 is the default, compared with larger pools.
 //
-//	go test -run '^$' -bench Dispatch -benchtime 5000x ./internal/webhook/
+//	go test -run '^$' -bench Dispatch -benchtime 5000x ./internal/delivery/
 func BenchmarkDispatch(b *testing.B) {
 	stores := []struct {
 		name string
@@ -56,7 +56,9 @@ func benchmarkDispatch(b *testing.B, s store.Store, endpoints, workers int) {
 			b.Fatalf("CreateEvent made %d deliveries, want 1", len(deliveries))
 		}
 	}
-	d, err := NewDispatcher(DispatcherConfig{Store: s, Workers: workers, Client: Targets{AllowPrivate: true}.Client(10 * time.Second)})
+	// The dispatcher records through a watchedStore, which tells when the last outcome is in.
+	watched := &watchedStore{Store: s}
+	d, err := NewDispatcher(DispatcherConfig{Store: watched, Workers: workers, Client: Targets{AllowPrivate: true}.Client(10 * time.Second)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,20 +71,10 @@ func benchmarkDispatch(b *testing.B, s store.Store, endpoints, workers int) {
 		defer close(done)
 		d.Run(ctx)
 	}()
-	// Wait for the last request cheaply, then for the last outcome to be recorded.
-	for received.Load() < int64(b.N) {
-		time.Sleep(time.Millisecond)
-	}
-	for {
-		pending, err := s.PendingDeliveries(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if pending == 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	watched.waitFor(b, 10*time.Minute, "every outcome recorded", func() bool {
+		_, recorded := watched.counts()
+		return recorded >= b.N
+	})
 	elapsed := time.Since(started)
 	b.StopTimer()
 	cancel()
@@ -90,6 +82,9 @@ func benchmarkDispatch(b *testing.B, s store.Store, endpoints, workers int) {
 
 	if n := received.Load(); n != int64(b.N) {
 		b.Fatalf("receiver got %d requests for %d events", n, b.N)
+	}
+	if pending, err := s.PendingDeliveries(context.Background()); err != nil || pending != 0 {
+		b.Fatalf("%d deliveries pending after every outcome was recorded (%v)", pending, err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 }

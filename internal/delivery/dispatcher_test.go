@@ -7,9 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -127,7 +128,7 @@ func TestDeliveryFailsWhenScheduleIsExhausted(t *testing.T) {
 			d.NextAttemptAt != nil || d.CompletedAt == nil {
 			t.Fatalf("delivery = %+v; want failed after 3 attempts with HTTP 500, no next attempt", d)
 		}
-		time.Sleep(200 * time.Millisecond) // ten poll intervals: time for a wrong fourth attempt
+		h.waitEmptyClaims(2, 5*time.Second) // the dispatcher looks for due work twice and finds none
 		if n := rc.count.Load(); n != 3 {
 			t.Fatalf("receiver saw %d requests, want 1 + 2 retries", n)
 		}
@@ -153,7 +154,7 @@ func TestGoneDisablesEndpoint(t *testing.T) {
 		if got := h.endpointNow(e.ID); got.Status != store.EndpointDisabled || got.DisabledReason != store.DisabledGone {
 			t.Errorf("endpoint after 410: status %s, reason %q; want disabled, gone", got.Status, got.DisabledReason)
 		}
-		time.Sleep(100 * time.Millisecond)
+		h.waitEmptyClaims(2, 5*time.Second)
 		if n := rc.count.Load(); n != 1 {
 			t.Errorf("receiver saw %d requests, want 1: 410 ends the delivery", n)
 		}
@@ -283,10 +284,11 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 		fast := statusReceiver(t, http.StatusOK)
 		slowEndpoint, fastEndpoint := h.endpoint(slow.URL), h.endpoint(fast.URL)
 		defer slow.release() // before the dispatcher stops: it waits for the hanging attempts
-		for range 20 {       // older than the fast delivery, so first in line
-			h.eventTo(slowEndpoint)
+		// A second older than the fast delivery (the store keeps milliseconds), so first in line.
+		older := time.Now().UTC().Add(-time.Second)
+		for range 20 {
+			h.eventAt(slowEndpoint, older)
 		}
-		time.Sleep(2 * time.Millisecond) // a later created_at: the store keeps milliseconds
 		_, fastDelivery := h.eventTo(fastEndpoint)
 		started := time.Now()
 		h.start(DispatcherConfig{Client: Targets{AllowPrivate: true}.Client(30 * time.Second)})
@@ -300,25 +302,38 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	})
 }
 
+// An idle dispatcher waits out its poll interval (an hour here) unless Notify wakes it. The
+// test runs in a synctest bubble on SQLite, with the receiver in process: the fake clock
+// lets most of the hour pass at once, and synctest.Wait shows when the dispatcher is idle.
 func TestNotifyStartsDeliveryBeforeThePoll(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		h := newHarness(t, s)
-		rc := statusReceiver(t, http.StatusOK)
-		e := h.endpoint(rc.URL)
-		d := h.start(DispatcherConfig{PollInterval: time.Hour})
-		time.Sleep(100 * time.Millisecond) // let Run make its first, empty, claim and go idle
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, openSQLite(t))
+		var requests atomic.Int64
+		client := inProcessClient(func(w http.ResponseWriter, _ *http.Request) {
+			requests.Add(1)
+			w.WriteHeader(http.StatusOK)
+		})
+		e := h.endpoint("https://receiver.test/hook")
+		d := h.start(DispatcherConfig{PollInterval: time.Hour, Client: client})
+		synctest.Wait() // Run has made its first, empty, claim and waits for the poll
 
 		// Without Notify the delivery waits for the hourly poll.
 		_, first := h.eventTo(e)
-		time.Sleep(300 * time.Millisecond)
-		if n := rc.count.Load(); n != 0 {
-			t.Fatalf("receiver saw %d requests before Notify; the dispatcher should be idle for the poll interval", n)
+		time.Sleep(59 * time.Minute) // on the bubble's fake clock: returns at once
+		synctest.Wait()
+		if n := requests.Load(); n != 0 {
+			t.Fatalf("receiver saw %d requests 59 minutes into a 1-hour poll interval without Notify", n)
 		}
 		notified := time.Now()
 		d.Notify()
-		h.waitEnded(e.ID, first.ID, 2*time.Second)
-		t.Logf("delivered %s after Notify", time.Since(notified))
+		synctest.Wait()
+		if got := h.waitEnded(e.ID, first.ID, time.Second); got.Status != store.DeliverySucceeded {
+			t.Fatalf("delivery after Notify = %+v, want succeeded", got)
+		}
+		if waited := time.Since(notified); waited > claimCooldown {
+			t.Errorf("delivered %s after Notify, want at once", waited)
+		}
 
 		// Notify never blocks, however often it is called.
 		for range 1000 {
@@ -326,7 +341,13 @@ func TestNotifyStartsDeliveryBeforeThePoll(t *testing.T) {
 		}
 		_, second := h.eventTo(e)
 		d.Notify()
-		h.waitEnded(e.ID, second.ID, 2*time.Second)
+		synctest.Wait()
+		if got := h.waitEnded(e.ID, second.ID, time.Second); got.Status != store.DeliverySucceeded {
+			t.Fatalf("second delivery after Notify = %+v, want succeeded", got)
+		}
+		if n := requests.Load(); n != 2 {
+			t.Errorf("receiver saw %d requests for 2 deliveries", n)
+		}
 	})
 }
 
@@ -334,8 +355,12 @@ func TestRunReturnsAfterRecordingAttemptsInFlight(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		h := newHarness(t, s)
+		release := make(chan struct{})
 		rc := newReceiver(t, func(ctx context.Context, _ int64, w http.ResponseWriter, _ *http.Request) {
-			time.Sleep(300 * time.Millisecond)
+			select { // in flight until the test has cancelled Run
+			case <-release:
+			case <-ctx.Done():
+			}
 			w.WriteHeader(http.StatusOK)
 		})
 		e := h.endpoint(rc.URL)
@@ -348,14 +373,18 @@ func TestRunReturnsAfterRecordingAttemptsInFlight(t *testing.T) {
 			d.Run(ctx)
 		}()
 		rc.waitRequests(t, 1, 5*time.Second)
-		cancelled := time.Now()
 		cancel()
 		select {
 		case <-returned:
-		case <-time.After(5 * time.Second):
-			t.Fatal("Run did not return within 5s of cancel")
+			t.Fatal("Run returned while an attempt was in flight")
+		default:
 		}
-		took := time.Since(cancelled)
+		close(release)
+		select {
+		case <-returned:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return within 5s of its attempt's answer")
+		}
 		got, err := s.Delivery(context.Background(), h.accountID, h.mode, e.ID, dl.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -363,19 +392,20 @@ func TestRunReturnsAfterRecordingAttemptsInFlight(t *testing.T) {
 		if got.Status != store.DeliverySucceeded || got.Attempts != 1 {
 			t.Errorf("delivery when Run returned = %+v; the attempt in flight must finish and be recorded", got)
 		}
-		if took > 2*time.Second {
-			t.Errorf("Run took %s to return after cancel with a 300ms attempt in flight", took)
-		}
 
 		// An idle dispatcher returns at once.
 		ctx, cancel = context.WithCancel(context.Background())
 		returned = make(chan struct{})
+		claims, _ := h.store.counts()
 		go func() {
 			defer close(returned)
 			d.Run(ctx)
 		}()
-		time.Sleep(50 * time.Millisecond)
-		cancelled = time.Now()
+		h.store.waitFor(t, 5*time.Second, "the idle dispatcher's first claim", func() bool {
+			n, _ := h.store.counts()
+			return n > claims
+		})
+		cancelled := time.Now()
 		cancel()
 		<-returned
 		if took := time.Since(cancelled); took > 500*time.Millisecond {
@@ -470,12 +500,8 @@ func TestLeaseLostIsLoggedAndSkipped(t *testing.T) {
 		h.waitEnded(e.ID, dl.ID, 5*time.Second)
 		close(release)
 
-		deadline := time.Now().Add(5 * time.Second)
-		for logsA.Count("another dispatcher owns the delivery now") == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("dispatcher A did not log its lost lease; its log:\n%s", logsA.String())
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !logsA.WaitFor("another dispatcher owns the delivery now", 5*time.Second) {
+			t.Fatalf("dispatcher A did not log its lost lease; its log:\n%s", logsA.String())
 		}
 		if n := logsA.Count("level=ERROR"); n != 0 {
 			t.Errorf("a lost lease is routine, not an error; dispatcher A logged %d errors:\n%s", n, logsA.String())
@@ -490,36 +516,41 @@ func TestLeaseLostIsLoggedAndSkipped(t *testing.T) {
 	})
 }
 
+// A failing store is retried after a pause that doubles from 250 ms, not in a busy loop, and
+// Run still stops when asked. The fake clock of a synctest bubble measures the pauses.
 func TestStoreErrorsDoNotStopOrSpinTheDispatcher(t *testing.T) {
 	t.Parallel()
-	s := openSQLite(t)
-	var logs testlog.Buffer
-	d, err := NewDispatcher(DispatcherConfig{Store: s, Logger: debugLogger(&logs), PollInterval: time.Millisecond,
-		Client: Targets{AllowPrivate: true}.Client(time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil { // every store call now fails
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		d.Run(ctx)
-	}()
-	time.Sleep(1500 * time.Millisecond)
-	cancel()
-	select {
-	case <-returned:
-	case <-time.After(2 * time.Second):
-		t.Fatal("Run did not return after cancel while the store was failing")
-	}
-	// Backing off 250ms, 500ms, 1s: three or four claims in 1.5 s, not one per millisecond.
-	failures := logs.Count("claiming due deliveries failed")
-	if failures < 1 || failures > 6 {
-		t.Errorf("%d failed claims logged in 1.5s; want a few (backed off), not none or a busy loop", failures)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := openSQLite(t)
+		var logs testlog.Buffer
+		d, err := NewDispatcher(DispatcherConfig{Store: s, Logger: debugLogger(&logs), PollInterval: time.Millisecond,
+			Client: inProcessClient(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil { // every store call now fails
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			d.Run(ctx)
+		}()
+		time.Sleep(1500 * time.Millisecond) // on the bubble's fake clock: returns at once
+		synctest.Wait()
+		// Claims at 0, 250 ms and 750 ms; the next waits for 1.75 s.
+		if failures := logs.Count("claiming due deliveries failed"); failures != 3 {
+			t.Errorf("%d failed claims logged in 1.5s; want 3, backed off 250ms, 500ms, 1s, not none or a busy loop", failures)
+		}
+		cancel()
+		synctest.Wait()
+		select {
+		case <-returned:
+		default:
+			t.Fatal("Run did not return after cancel while the store was failing")
+		}
+	})
 }
 
 func TestSecretIsNeverLoggedOrStored(t *testing.T) {
@@ -528,10 +559,8 @@ func TestSecretIsNeverLoggedOrStored(t *testing.T) {
 	h := newHarness(t, s)
 	var logs testlog.Buffer
 	// Every kind of outcome: refused connection, 500, redirect, 410.
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
 	endpoints := []store.WebhookEndpoint{
-		h.endpoint(closed.URL),
+		h.endpoint(refusedURL(t)),
 		h.endpoint(statusReceiver(t, http.StatusInternalServerError).URL),
 		h.endpoint(statusReceiver(t, http.StatusMovedPermanently).URL),
 		h.endpoint(statusReceiver(t, http.StatusGone).URL),
@@ -563,7 +592,7 @@ func TestSecretIsNeverLoggedOrStored(t *testing.T) {
 	}
 }
 
-func TestMetrics(t *testing.T) {
+func TestMetricsCountAttemptsByOutcome(t *testing.T) {
 	t.Parallel()
 	s := openSQLite(t)
 	h := newHarness(t, s)
@@ -677,7 +706,7 @@ func TestNewDispatcherRefusesBadConfig(t *testing.T) {
 	}
 }
 
-func TestEndpointDeletedDuringAttempt(t *testing.T) {
+func TestOutcomeForDeletedEndpointIsDroppedQuietly(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		h := newHarness(t, s)
@@ -699,12 +728,8 @@ func TestEndpointDeletedDuringAttempt(t *testing.T) {
 		}
 		close(release)
 
-		deadline := time.Now().Add(5 * time.Second)
-		for logs.Count("deleted with its endpoint") == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("no record of the deleted delivery in the log:\n%s", logs.String())
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !logs.WaitFor("deleted with its endpoint", 5*time.Second) {
+			t.Fatalf("no record of the deleted delivery in the log:\n%s", logs.String())
 		}
 		if n := logs.Count("level=ERROR") + logs.Count("level=INFO"); n != 0 {
 			t.Errorf("a delivery deleted with its endpoint is routine; logged %d info/error lines:\n%s", n, logs.String())

@@ -57,16 +57,102 @@ func openPostgres(tb testing.TB) store.Store {
 }
 
 // harness is one test's account in one store, with helpers to create endpoints and events
-// and to run a dispatcher.
+// and to run a dispatcher. Its dispatchers use the store through a watchedStore, so that the
+// test can wait for their next claim or recorded outcome.
 type harness struct {
 	t         testing.TB
-	store     store.Store
+	store     *watchedStore
 	accountID string
 	mode      store.Mode
 }
 
 func newHarness(t testing.TB, s store.Store) *harness {
-	return &harness{t: t, store: s, accountID: ident.New("acct"), mode: store.ModeTest}
+	return &harness{t: t, store: &watchedStore{Store: s}, accountID: ident.New("acct"), mode: store.ModeTest}
+}
+
+// signal wakes every waiter at once: wait returns a channel that the next notify closes.
+// Take the channel before checking the condition waited for, so that a notify between the
+// check and the wait is not missed. The zero value is ready.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *signal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}
+
+// watchedStore passes every call on to the store under test, and notes the dispatcher's
+// claims and recorded outcomes, so that a test waits for the dispatcher's next step
+// rather than sleeping.
+type watchedStore struct {
+	store.Store
+	changed  signal // notified after every claim and every recorded outcome
+	mu       sync.Mutex
+	claims   []int // deliveries returned by each successful claim, in order
+	recorded int   // outcomes recorded without error
+}
+
+func (w *watchedStore) ClaimDeliveries(ctx context.Context, p store.ClaimPolicy, now time.Time) ([]store.ClaimedDelivery, error) {
+	claimed, err := w.Store.ClaimDeliveries(ctx, p, now)
+	if err == nil {
+		w.mu.Lock()
+		w.claims = append(w.claims, len(claimed))
+		w.mu.Unlock()
+	}
+	w.changed.notify()
+	return claimed, err
+}
+
+func (w *watchedStore) RecordAttempt(ctx context.Context, owner, deliveryID string, o store.AttemptOutcome) (store.Delivery, error) {
+	d, err := w.Store.RecordAttempt(ctx, owner, deliveryID, o)
+	if err == nil {
+		w.mu.Lock()
+		w.recorded++
+		w.mu.Unlock()
+	}
+	w.changed.notify()
+	return d, err
+}
+
+// counts returns how many claims have succeeded and how many outcomes have been recorded.
+func (w *watchedStore) counts() (claims, recorded int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.claims), w.recorded
+}
+
+// waitFor waits until cond, checked now and after every claim and recorded outcome, holds;
+// it fails the test with what after timeout.
+func (w *watchedStore) waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		changed := w.changed.wait()
+		if cond() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+	}
 }
 
 // endpoint creates an enabled endpoint of url subscribed to every event.
@@ -93,7 +179,7 @@ func (h *harness) endpoint(url string) store.WebhookEndpoint {
 // event creates an event, due now, and returns it with its deliveries.
 func (h *harness) event(eventType string) (store.Event, []store.Delivery) {
 	h.t.Helper()
-	ev := newEvent(h.accountID, h.mode, eventType)
+	ev := newEvent(h.accountID, h.mode, eventType, time.Now().UTC())
 	deliveries, err := h.store.CreateEvent(context.Background(), ev)
 	if err != nil {
 		h.t.Fatalf("create event: %v", err)
@@ -101,10 +187,16 @@ func (h *harness) event(eventType string) (store.Event, []store.Delivery) {
 	return ev, deliveries
 }
 
-// eventTo creates an event with exactly one delivery, to endpoint e.
+// eventTo creates an event with exactly one delivery, to endpoint e, due now.
 func (h *harness) eventTo(e store.WebhookEndpoint) (store.Event, store.Delivery) {
 	h.t.Helper()
-	ev := newEvent(h.accountID, h.mode, "drift.shadow_detected")
+	return h.eventAt(e, time.Now().UTC())
+}
+
+// eventAt creates an event created at at, with exactly one delivery, to endpoint e.
+func (h *harness) eventAt(e store.WebhookEndpoint, at time.Time) (store.Event, store.Delivery) {
+	h.t.Helper()
+	ev := newEvent(h.accountID, h.mode, "drift.shadow_detected", at)
 	d, err := h.store.CreateEventFor(context.Background(), ev, e.ID)
 	if err != nil {
 		h.t.Fatalf("create event for %s: %v", e.ID, err)
@@ -114,9 +206,8 @@ func (h *harness) eventTo(e store.WebhookEndpoint) (store.Event, store.Delivery)
 
 // newEvent is an event whose payload has bytes that JSON re-encoding would change
 // (spacing, key order, an escaped character), so that a body not sent verbatim shows.
-func newEvent(accountID string, mode store.Mode, eventType string) store.Event {
+func newEvent(accountID string, mode store.Mode, eventType string, now time.Time) store.Event {
 	id := ident.New("evt")
-	now := time.Now().UTC()
 	payload := fmt.Sprintf(`{"id":"%s","object":"event","type":"%s","api_version":"v1","created_at":"%s","livemode":false,`+
 		`"data": {"object": {"name":"Zo\u00eb <b>", "score" : 0.25}}}`, id, eventType, now.Format(time.RFC3339Nano))
 	return store.Event{ID: id, AccountID: accountID, Mode: mode, Type: eventType, Payload: []byte(payload), CreatedAt: now}
@@ -157,12 +248,14 @@ func (h *harness) newDispatcher(cfg DispatcherConfig) *Dispatcher {
 	return d
 }
 
-// waitDelivery polls the delivery until done reports true, and fails the test after
-// timeout.
+// waitDelivery reads the delivery now and after every outcome the harness's dispatchers
+// record, until done reports true, and fails the test after timeout.
 func (h *harness) waitDelivery(endpointID, deliveryID string, timeout time.Duration, what string, done func(store.Delivery) bool) store.Delivery {
 	h.t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
+		changed := h.store.changed.wait()
 		d, err := h.store.Delivery(context.Background(), h.accountID, h.mode, endpointID, deliveryID)
 		if err != nil {
 			h.t.Fatalf("read delivery %s: %v", deliveryID, err)
@@ -170,10 +263,11 @@ func (h *harness) waitDelivery(endpointID, deliveryID string, timeout time.Durat
 		if done(d) {
 			return d
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-deadline.C:
 			h.t.Fatalf("delivery %s not %s within %s: %+v", deliveryID, what, timeout, d)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -182,6 +276,25 @@ func (h *harness) waitEnded(endpointID, deliveryID string, timeout time.Duration
 	return h.waitDelivery(endpointID, deliveryID, timeout, "ended", func(d store.Delivery) bool {
 		return d.Status != store.DeliveryPending && !d.ManualRetry
 	})
+}
+
+// waitEmptyClaims waits for the harness's dispatchers to finish n more claims, and fails the
+// test if any of them returned a delivery: the dispatcher looked for due work n times and
+// found none. A test calls it once a delivery has ended, to show that nothing follows.
+func (h *harness) waitEmptyClaims(n int, timeout time.Duration) {
+	h.t.Helper()
+	from, _ := h.store.counts()
+	h.store.waitFor(h.t, timeout, fmt.Sprintf("%d more claims", n), func() bool {
+		claims, _ := h.store.counts()
+		return claims >= from+n
+	})
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
+	for i, got := range h.store.claims[from:] {
+		if got != 0 {
+			h.t.Fatalf("claim %d after the delivery ended took %d deliveries, want none", i+1, got)
+		}
+	}
 }
 
 func (h *harness) endpointNow(id string) store.WebhookEndpoint {
@@ -210,6 +323,7 @@ type receiver struct {
 	current    atomic.Int64 // requests being handled now
 	maxCurrent atomic.Int64 // the most handled at once
 	count      atomic.Int64
+	arrived    signal // notified as each request arrives
 	// release ends the ctx blocking handlers wait on. It runs when the test ends; a test
 	// whose dispatcher must stop while handlers hang calls it first, since the dispatcher
 	// waits for its attempts in flight.
@@ -234,7 +348,9 @@ func newReceiver(t testing.TB, respond func(ctx context.Context, n int64, w http
 		rc.mu.Lock()
 		rc.requests = append(rc.requests, receivedRequest{at: time.Now(), method: r.Method, header: r.Header.Clone(), body: body.Bytes()})
 		rc.mu.Unlock()
-		respond(ctx, rc.count.Add(1), w, r)
+		n := rc.count.Add(1)
+		rc.arrived.notify()
+		respond(ctx, n, w, r)
 	}))
 	// Unblock waiting handlers first, or Close would wait for them.
 	t.Cleanup(func() {
@@ -260,13 +376,36 @@ func (rc *receiver) received() []receivedRequest {
 // waitRequests waits until the receiver has seen n requests.
 func (rc *receiver) waitRequests(t testing.TB, n int64, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for rc.count.Load() < n {
-		if time.Now().After(deadline) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		arrived := rc.arrived.wait()
+		if rc.count.Load() >= n {
+			return
+		}
+		select {
+		case <-arrived:
+		case <-deadline.C:
 			t.Fatalf("receiver saw %d requests within %s, want %d", rc.count.Load(), timeout, n)
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// handlerTransport answers every request with its handler, in the calling goroutine and
+// without a network, so that a dispatcher can run in a testing/synctest bubble, where
+// loopback sockets do not count as blocked and the fake clock would not move.
+type handlerTransport struct{ http.Handler }
+
+func (h handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// inProcessClient is a dispatcher client whose requests go to handler (see handlerTransport),
+// with a 5 s timeout.
+func inProcessClient(handler http.HandlerFunc) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: handlerTransport{handler}}
 }
 
 // debugLogger logs every level of a dispatcher's output into b, for assertions.

@@ -109,7 +109,7 @@ func TestCascadeValidation(t *testing.T) {
 // runner starts a background runner over the bundle's store for the test and returns its
 // stop function, which waits for the runner to hand back what it holds.
 func (b *bundle) runner(owner string) func() {
-	r, err := simulation.NewRunner(simulation.RunnerConfig{Store: b.store, Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
+	r, err := simulation.NewRunner(simulation.RunnerConfig{Store: b.sims, Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
 		Owner: owner, Now: b.clock.Now})
 	if err != nil {
 		b.t.Fatal(err)
@@ -122,19 +122,16 @@ func (b *bundle) runner(owner string) func() {
 	return stop
 }
 
+// awaitSimulation reads the simulation through the API now and after each of the runner's
+// steps until it has status, and returns that response.
 func (b *bundle) awaitSimulation(t *testing.T, id, status string) response {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := b.get("/v1/cascade/simulations/"+id, b.testKey)
-		if r.field("data.status") == status {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("simulation %s is %v, not %s: %s", id, r.field("data.status"), status, r.raw)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var r response
+	b.sims.waitFor(t, 20*time.Second, "simulation "+id+" "+status, func() bool {
+		r = b.get("/v1/cascade/simulations/"+id, b.testKey)
+		return r.field("data.status") == status
+	})
+	return r
 }
 
 // async: 202 queued, the runner is woken, then it completes the simulation and the event is

@@ -117,20 +117,13 @@ func BenchmarkCascadeAsync100kNodes(b *testing.B) {
 	for b.Loop() {
 		answer := benchPost(b, bb, key, "/v1/cascade/simulate", body, http.StatusAccepted, `"status":"queued"`, "")
 		id := string(bytes.Split(bytes.Split(answer, []byte(`"id":"`))[1], []byte(`"`))[0])
-		deadline := time.Now().Add(5 * time.Minute)
-		for {
+		bb.sims.waitFor(b, 5*time.Minute, "simulation "+id+" completed", func() bool {
 			sim, err := bb.store.Simulation(context.Background(), acct.ID, store.ModeLive, id)
-			if err == nil && sim.Status == store.SimulationCompleted {
-				break
-			}
 			if err == nil && sim.Status == store.SimulationFailed {
 				b.Fatalf("simulation failed: %s", sim.Payload)
 			}
-			if time.Now().After(deadline) {
-				b.Fatalf("simulation %s not completed within 5 minutes", id)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return err == nil && sim.Status == store.SimulationCompleted
+		})
 		events++
 	}
 	page, err := bb.store.ListEvents(context.Background(), acct.ID, store.ModeLive, product.Cascade.Event, store.PageQuery{Limit: 100})

@@ -12,17 +12,40 @@ import (
 
 func TestConcurrentPOSTsWithOneKeyExecuteOnce(t *testing.T) {
 	t.Parallel()
-	p := &probe{}
-	p.delay.Store(int64(50 * time.Millisecond)) // keep the first execution in flight while the others arrive
-	b := setup(t, nil, p.mount)
 	const n = 20
+	// The first execution is held in flight until every other request has been answered.
+	p := &probe{hold: make(chan struct{}), started: make(chan int64, n)}
+	b := setup(t, nil, p.mount)
 	responses := make([]response, n)
+	answered := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			responses[i] = b.postProbe(b.liveKey, `{"value": "once"}`, map[string]string{"Idempotency-Key": "order-42"})
+			answered <- struct{}{}
 		})
 	}
+	fail := func(format string, args ...any) {
+		t.Helper()
+		close(p.hold)
+		wg.Wait()
+		t.Fatalf(format, args...)
+	}
+	select {
+	case <-p.started:
+	case <-time.After(10 * time.Second):
+		fail("no request started executing within 10 s")
+	}
+	for range n - 1 {
+		select {
+		case <-answered:
+		case x := <-p.started:
+			fail("execution %d started while the first was in flight", x)
+		case <-time.After(10 * time.Second):
+			fail("the requests that arrived during the first execution were not answered within 10 s")
+		}
+	}
+	close(p.hold)
 	wg.Wait()
 	if got := p.executions.Load(); got != 1 {
 		t.Fatalf("%d executions, want exactly 1", got)
@@ -56,6 +79,9 @@ func TestConcurrentPOSTsWithOneKeyExecuteOnce(t *testing.T) {
 	}
 	if originals != 1 {
 		t.Fatalf("%d original responses, want 1", originals)
+	}
+	if conflicts := countStatus(responses, http.StatusConflict); conflicts != n-1 {
+		t.Fatalf("%d of the %d requests that arrived during the execution got 409, want all", conflicts, n-1)
 	}
 	// After it finished, a retry is a replay with the original request id.
 	r := b.postProbe(b.liveKey, `{"value": "once"}`, map[string]string{"Idempotency-Key": "order-42"})
@@ -182,4 +208,15 @@ func TestReplaysAreNotBilledAndTestModeIsFree(t *testing.T) {
 	if len(limits) != 1 || limits[0].(map[string]any)["policy"] != "test-day" {
 		t.Fatalf("test-mode rate limits: %v", limits)
 	}
+}
+
+// countStatus counts the responses with status.
+func countStatus(responses []response, status int) int {
+	n := 0
+	for _, r := range responses {
+		if r.status == status {
+			n++
+		}
+	}
+	return n
 }

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"sync/atomic"
-	"time"
 )
 
 // probe is a product endpoint that exists only in tests: POST /v1/_test/drift counts as a
@@ -11,9 +10,12 @@ import (
 // exercised exactly as the real product endpoints will use them.
 type probe struct {
 	executions atomic.Int64
-	failNext   atomic.Bool  // answer the next execution with a 500
-	delay      atomic.Int64 // nanoseconds each execution takes
-	_          [0]func()    // not comparable
+	failNext   atomic.Bool // answer the next execution with a 500
+	// hold, when not nil, keeps every execution in flight until it is closed (or its request
+	// ends); each held execution first sends its number on started. Set both before mounting.
+	hold    chan struct{}
+	started chan int64
+	_       [0]func() // not comparable
 }
 
 type probeRequest struct {
@@ -35,7 +37,13 @@ type probeResult struct {
 func (p *probe) mount(s *Server) {
 	s.mux.Handle("POST /v1/_test/drift", s.protected("drift:write", handleJSON(s, func(r *http.Request, req *probeRequest) (int, any, error) {
 		n := p.executions.Add(1)
-		time.Sleep(time.Duration(p.delay.Load()))
+		if p.hold != nil {
+			p.started <- n
+			select {
+			case <-p.hold:
+			case <-r.Context().Done():
+			}
+		}
 		if p.failNext.CompareAndSwap(true, false) {
 			return 0, nil, errInternal
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -75,34 +76,41 @@ func TestMemoryPeekCreatesNoCounters(t *testing.T) {
 	}
 }
 
+// Run sweeps every memorySweepInterval (a minute) until its context ends. In a synctest
+// bubble the fake clock runs that minute at once, and synctest.Wait shows when Run is idle.
 func TestMemoryRunSweepsUntilCanceled(t *testing.T) {
 	t.Parallel()
-	m := NewMemory()
-	day := futureDay()
-	for _, b := range ipBuckets(100, Hour) {
-		take(t, m, day.Add(10*time.Hour), b)
-	}
-	m.clock = func() time.Time { return day.Add(11 * time.Hour) }
-	m.sweepInterval = time.Millisecond
-
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		m.Run(ctx)
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for m.counters() != 0 {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("Run did not drop the ended hour within 10 s: %d counters left", m.counters())
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMemory()
+		day := futureDay()
+		for _, b := range ipBuckets(100, Hour) {
+			take(t, m, day.Add(10*time.Hour), b)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context was canceled")
-	}
+		m.clock = func() time.Time { return day.Add(11 * time.Hour) }
+
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			m.Run(ctx)
+		}()
+		// The bubble's fake clock: these sleeps return at once.
+		time.Sleep(memorySweepInterval - time.Nanosecond)
+		synctest.Wait()
+		if got := m.counters(); got != 100 {
+			t.Fatalf("Run swept before its interval: %d counters left, want 100", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := m.counters(); got != 0 {
+			t.Fatalf("Run's first sweep left %d counters of the ended hour", got)
+		}
+		cancel()
+		synctest.Wait()
+		select {
+		case <-stopped:
+		default:
+			t.Fatal("Run did not return after its context was canceled")
+		}
+	})
 }

@@ -74,6 +74,9 @@ func createDatabase(admin, name string) error {
 		if !errors.As(err, &pgErr) || pgErr.Code != "55006" {
 			return err
 		}
+		// The wait is on the PostgreSQL server: another session (often another test
+		// binary's CREATE DATABASE) holds template1, and the server announces nothing
+		// when it lets go, so the statement is tried again after a pause.
 		time.Sleep(100 * time.Millisecond)
 	}
 	return err
