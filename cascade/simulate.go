@@ -17,8 +17,8 @@ import (
 // Carlo over in.Run.Workers goroutines, each run with its own generator derived from (seed,
 // scenario, run), so the result is the same whatever the number of workers), sweeps the
 // blast radius of the nodes, and scores the network. Bad input returns an
-// *engine.InputError; a cancelled ctx stops every worker at its next chunk of runs (at most
-// 256; the long models also look between rounds) and returns ctx's error.
+// *engine.InputError; a cancelled ctx stops every worker before its next run (the long
+// models also look between rounds) and returns ctx's error.
 func Analyze(ctx context.Context, in Input) (Result, error) {
 	s, err := in.spec()
 	if err != nil {
@@ -184,7 +184,7 @@ func (sim *simulation) parallel(total int, fn func(w, i int)) error {
 					return
 				}
 				hi := min(lo+chunk, total)
-				for i := lo; i < hi; i++ {
+				for i := lo; i < hi && !sim.stop.Load(); i++ {
 					fn(w, i)
 				}
 				sim.prog.add(int64(hi - lo))
