@@ -127,7 +127,7 @@ func (b *bundle) runner(owner string) func() {
 func (b *bundle) awaitSimulation(t *testing.T, id, status string) response {
 	t.Helper()
 	var r response
-	b.sims.waitFor(t, 20*time.Second, "simulation "+id+" "+status, func() bool {
+	b.sims.WaitFor(t, 20*time.Second, "simulation "+id+" "+status, func() bool {
 		r = b.get("/v1/cascade/simulations/"+id, b.testKey)
 		return r.field("data.status") == status
 	})

@@ -117,7 +117,7 @@ func BenchmarkCascadeAsync100kNodes(b *testing.B) {
 	for b.Loop() {
 		answer := benchPost(b, bb, key, "/v1/cascade/simulate", body, http.StatusAccepted, `"status":"queued"`, "")
 		id := string(bytes.Split(bytes.Split(answer, []byte(`"id":"`))[1], []byte(`"`))[0])
-		bb.sims.waitFor(b, 5*time.Minute, "simulation "+id+" completed", func() bool {
+		bb.sims.WaitFor(b, 5*time.Minute, "simulation "+id+" completed", func() bool {
 			sim, err := bb.store.Simulation(context.Background(), acct.ID, store.ModeLive, id)
 			if err == nil && sim.Status == store.SimulationFailed {
 				b.Fatalf("simulation failed: %s", sim.Payload)

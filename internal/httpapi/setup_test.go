@@ -3,13 +3,11 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,12 +15,12 @@ import (
 	"riskapi/internal/contracttest"
 	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
+	"riskapi/internal/simulation/simulationtest"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
 	"riskapi/internal/testclock"
-	"riskapi/internal/usage"
-
 	"riskapi/internal/testlog"
+	"riskapi/internal/usage"
 )
 
 // bundle is one test's server over a real SQLite store, with an account and its keys.
@@ -40,91 +38,7 @@ type bundle struct {
 	liveKey  string
 	logs     *testlog.Buffer
 	// sims is the server's store, watched: tests wait on it for the simulation runner's steps.
-	sims *simulationWatch
-}
-
-// simulationWatch passes every call on to the store, and tells waiting tests when the
-// background simulation runner has claimed, or failed to claim, a simulation or written one,
-// so that they wait for its next step rather than polling on a timer.
-type simulationWatch struct {
-	store.Store
-	mu          sync.Mutex
-	changed     chan struct{}  // closed, and replaced, after every runner call
-	emptyClaims map[string]int // claims that found nothing due, by owner
-}
-
-func (w *simulationWatch) notify() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.changed != nil {
-		close(w.changed)
-		w.changed = nil
-	}
-}
-
-// next returns a channel closed after the runner's next call; take it before checking.
-func (w *simulationWatch) next() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.changed == nil {
-		w.changed = make(chan struct{})
-	}
-	return w.changed
-}
-
-// emptyClaimsBy returns how many of owner's claims found nothing due.
-func (w *simulationWatch) emptyClaimsBy(owner string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.emptyClaims[owner]
-}
-
-// waitFor checks cond now and after each of the runner's calls until it holds; it fails the
-// test with what after timeout.
-func (w *simulationWatch) waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		next := w.next()
-		if cond() {
-			return
-		}
-		select {
-		case <-next:
-		case <-deadline.C:
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-	}
-}
-
-func (w *simulationWatch) ClaimSimulation(ctx context.Context, owner string, lease time.Duration, now time.Time) (store.Simulation, error) {
-	sim, err := w.Store.ClaimSimulation(ctx, owner, lease, now)
-	if errors.Is(err, store.ErrNotFound) {
-		w.mu.Lock()
-		if w.emptyClaims == nil {
-			w.emptyClaims = map[string]int{}
-		}
-		w.emptyClaims[owner]++
-		w.mu.Unlock()
-	}
-	w.notify()
-	return sim, err
-}
-
-func (w *simulationWatch) UpdateSimulation(ctx context.Context, id, owner string, payload []byte, until, now time.Time) error {
-	defer w.notify()
-	return w.Store.UpdateSimulation(ctx, id, owner, payload, until, now)
-}
-
-func (w *simulationWatch) FinishSimulation(ctx context.Context, id, owner, status string, payload, summary []byte, ev *store.Event, now time.Time) error {
-	defer w.notify()
-	return w.Store.FinishSimulation(ctx, id, owner, status, payload, summary, ev, now)
-}
-
-func (w *simulationWatch) ReleaseSimulation(ctx context.Context, id, owner string, payload []byte, now time.Time) error {
-	defer w.notify()
-	return w.Store.ReleaseSimulation(ctx, id, owner, payload, now)
+	sims *simulationtest.Watch
 }
 
 // setup starts a server; edit adjusts its Config before it is built, and mount adds
@@ -141,7 +55,7 @@ func setup(t testing.TB, edit func(*Config), mount func(*Server)) *bundle {
 	clock := testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC))
 	logs := &testlog.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	b := &bundle{t: t, store: st, clock: clock, logs: logs, contract: contracttest.Load(t), sims: &simulationWatch{Store: st}}
+	b := &bundle{t: t, store: st, clock: clock, logs: logs, contract: contracttest.Load(t), sims: &simulationtest.Watch{Store: st}}
 	b.auth = auth.NewAuthenticator(st, clock.Now, logger)
 	b.meter = usage.NewMeter(st, logger)
 	cfg := Config{Store: b.sims, Auth: b.auth, Limiter: ratelimit.NewMemory(), Meter: b.meter, Logger: logger, Now: clock.Now,

@@ -23,10 +23,12 @@ func TestInterruptedSimulations(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := b.runner("runner-2")
-	time.Sleep(50 * time.Millisecond)
-	if s := b.simulation(resumed).object["status"]; s != "queued" {
-		// The dead process never wrote "running" to the payload; the row is leased, not finished.
-		t.Logf("status while leased by the dead process: %v", s)
+	b.store.WaitFor(t, 5*time.Second, "runner-2 looking for work", func() bool { return b.store.EmptyClaimsBy("runner-2") > 0 })
+	// runner-2 has looked for work and left the leased row alone: one attempt (the dead
+	// process's), and the object still says queued, since the dead process never wrote
+	// "running" to the payload.
+	if s := b.simulation(resumed); s.Attempts != 1 || s.object["status"] != "queued" {
+		t.Fatalf("while the dead process's lease holds: %d attempts, status %v; want 1, queued: runner-2 must not claim it", s.Attempts, s.object["status"])
 	}
 	b.clock.Advance(lease + time.Second)
 	done := b.await(resumed, "completed")

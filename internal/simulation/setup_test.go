@@ -13,6 +13,7 @@ import (
 	"riskapi/cascade"
 	"riskapi/internal/ident"
 	"riskapi/internal/product"
+	"riskapi/internal/simulation/simulationtest"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
 	"riskapi/internal/testclock"
@@ -22,7 +23,7 @@ import (
 // bundle is one test's account in a real SQLite store, with a clock that leases follow.
 type bundle struct {
 	t       *testing.T
-	store   store.Store
+	store   *simulationtest.Watch // the store, watched: tests wait for the runner's steps
 	clock   *testclock.Clock
 	logger  *slog.Logger
 	account string
@@ -36,7 +37,7 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b := &bundle{t: t, store: st, clock: testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC)),
+	b := &bundle{t: t, store: &simulationtest.Watch{Store: st}, clock: testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC)),
 		logger: slog.New(slog.NewJSONHandler(&testlog.Buffer{}, nil)), account: ident.New("acct")}
 	err = st.CreateAccount(ctx, store.Account{ID: b.account, Name: "Acme", Email: "risk@acme.test", Plan: store.PlanStarter,
 		Region: store.RegionDefault, CreatedAt: b.clock.Now()})
@@ -111,20 +112,16 @@ func (b *bundle) simulation(id string) stored {
 	return s
 }
 
-// await polls until the simulation's object has status.
+// await reads the simulation now and after each of the runner's steps until its object has
+// status.
 func (b *bundle) await(id, status string) stored {
 	b.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := b.simulation(id)
-		if s.object["status"] == status {
-			return s
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("simulation %s is %v, not %s: %s", id, s.object["status"], status, s.Payload)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var s stored
+	b.store.WaitFor(b.t, 20*time.Second, "simulation "+id+" "+status, func() bool {
+		s = b.simulation(id)
+		return s.object["status"] == status
+	})
+	return s
 }
 
 // completionEvents counts the account's cascade.simulation_completed events.
