@@ -5,9 +5,11 @@
 package product
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"riskapi/cascade"
 	"riskapi/convergence"
@@ -35,6 +37,11 @@ type Product struct {
 	// Request and Result are the engine's input and result types (the JSON bodies of the
 	// Analyze endpoint's request and, less the resource header, of its result).
 	Request, Result reflect.Type
+	// Engine is the engine's entry point for callers that hold the request as a value of
+	// type Request (a decoded tool call, a generated case): it runs Analyze and returns a
+	// Result. now is the instant of the analysis, for engines that measure against one
+	// (Meridian's freshness without as_of).
+	Engine func(ctx context.Context, request any, now time.Time) (result any, err error)
 	// Scenarios lists the test-mode scenarios; Generate makes one case of a scenario from a
 	// seed: the engine's input and the truth planted in it.
 	Scenarios func() []string
@@ -82,6 +89,9 @@ var (
 			Subject: "agent_id", SubjectLabel: "Agent", Noun: "Drift analysis",
 			Verdict: "shadow_principal_detected", VerdictIsBad: true, Yes: "Shadow principal detected", No: "No shadow principal"},
 		Request: reflect.TypeFor[drift.Input](), Result: reflect.TypeFor[drift.Analysis](),
+		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
+			return drift.Analyze(ctx, request.(drift.Input))
+		},
 		Scenarios: drift.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
 			in, truth := drift.Generate(scenario, seed, drift.GenParams{})
@@ -97,6 +107,9 @@ var (
 			Subject: "market_id", SubjectLabel: "Market", Noun: "Convergence analysis",
 			Verdict: "collusion_detected", VerdictIsBad: true, Yes: "Collusion detected", No: "No collusion"},
 		Request: reflect.TypeFor[convergence.Input](), Result: reflect.TypeFor[convergence.Analysis](),
+		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
+			return convergence.Analyze(ctx, request.(convergence.Input))
+		},
 		Scenarios: convergence.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
 			in, truth := convergence.Generate(scenario, seed, convergence.GenParams{})
@@ -112,6 +125,9 @@ var (
 			Noun: "Cascade simulation", Verdict: "systemic_risk_detected", VerdictIsBad: true,
 			Yes: "Systemic risk", No: "No systemic risk", Asynchronous: true},
 		Request: reflect.TypeFor[cascade.Input](), Result: reflect.TypeFor[cascade.Result](),
+		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
+			return cascade.Analyze(ctx, request.(cascade.Input))
+		},
 		Scenarios: cascade.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
 			in, truth := cascade.Generate(scenario, seed, cascade.GenParams{})
@@ -127,6 +143,11 @@ var (
 			Subject: "source_id", SubjectLabel: "Source", Noun: "Meridian quality check",
 			Verdict: "passed", VerdictIsBad: false, Yes: "Passed", No: "Failed"},
 		Request: reflect.TypeFor[meridian.Request](), Result: reflect.TypeFor[meridian.Result](),
+		Engine: func(ctx context.Context, request any, now time.Time) (any, error) {
+			req := request.(meridian.Request)
+			req.Now = now
+			return meridian.Analyze(ctx, req)
+		},
 		Scenarios: meridian.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
 			req, truth := meridian.Generate(scenario, seed, meridian.GenParams{})

@@ -1,8 +1,11 @@
 package product
 
 import (
+	"context"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"riskapi/internal/store"
 )
@@ -36,13 +39,18 @@ func TestRegistryRowsAreCompleteAndDistinct(t *testing.T) {
 				t.Errorf("%s: no hourly limit for plan %s", p.Name, plan)
 			}
 		}
-		if p.Request == nil || p.Result == nil || p.Scenarios == nil || p.Generate == nil {
-			t.Errorf("%s: request, result, scenarios and generator are required", p.Name)
+		if p.Request == nil || p.Result == nil || p.Engine == nil || p.Scenarios == nil || p.Generate == nil {
+			t.Errorf("%s: request, result, engine, scenarios and generator are required", p.Name)
+			continue
 		}
-		for _, scenario := range p.Scenarios() {
-			if request, _ := p.Generate(scenario, 1); request == nil {
-				t.Errorf("%s: scenario %s generates nothing", p.Name, scenario)
-			}
+		// A generated case is a Request the Engine turns into a Result.
+		request, _ := p.Generate(p.Scenarios()[0], 1)
+		if reflect.TypeOf(request) != p.Request {
+			t.Errorf("%s: the generator makes %T, the registry says %v", p.Name, request, p.Request)
+		}
+		result, err := p.Engine(context.Background(), request, time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+		if err != nil || reflect.TypeOf(result) != p.Result {
+			t.Errorf("%s: the engine answers %T, %v; the registry says %v", p.Name, result, err, p.Result)
 		}
 	}
 }
