@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -132,4 +133,32 @@ func TestProgressIncreasesToTotal(t *testing.T) {
 func runWith(ctx context.Context, in Input, opt Options) (Result, error) {
 	in.Run = opt
 	return Analyze(ctx, in)
+}
+
+// Copies of one validated Input analysed at once share the compiled input safely (run it
+// with -race) and give the same bytes.
+func TestValidatedInputAnalysedConcurrently(t *testing.T) {
+	t.Parallel()
+	in := mixedInput(ModelThreshold)
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	results := make([][]byte, 4)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			res, err := Analyze(context.Background(), in)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i], _ = json.Marshal(res)
+		})
+	}
+	wg.Wait()
+	for i := range results {
+		if !bytes.Equal(results[i], results[0]) {
+			t.Errorf("concurrent analysis %d differs", i)
+		}
+	}
 }

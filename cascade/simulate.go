@@ -59,6 +59,11 @@ func simulate(ctx context.Context, s *spec, opt Options) (Result, error) {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, 64)
+	// The compiled input may be shared (Validate keeps it for every copy of the Input, and
+	// copies may be analysed at once): what this run resolves goes into its own scenarios.
+	own := *s
+	own.scen = slices.Clone(s.scen)
+	s = &own
 	g := buildNetwork(s)
 	sim := &simulation{ctx: ctx, s: s, g: g, workers: workers}
 	defer context.AfterFunc(ctx, func() { sim.stop.Store(true) })()

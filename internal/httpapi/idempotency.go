@@ -17,6 +17,10 @@ import (
 // records are forgotten after 24 hours (platform contract §5).
 var idempotencyPolicy = store.IdempotencyPolicy{ReclaimAfter: 5 * time.Minute, ExpireAfter: 24 * time.Hour}
 
+// idempotencySettleTimeout bounds the store call that completes or releases a record after
+// the work, which runs even when the request's context has ended.
+const idempotencySettleTimeout = 5 * time.Second
+
 // idempotencyKey returns the request's Idempotency-Key: "" when absent, else 1–255
 // printable ASCII characters (400 INVALID_IDEMPOTENCY_KEY otherwise). Only POST uses it.
 func idempotencyKey(r *http.Request) (string, *Error) {
@@ -90,11 +94,15 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key strin
 		}
 	}()
 	work(capture)
+	// The record is settled even when the client has gone (its context cancelled, the work
+	// answered 503): otherwise a retry would meet 409 until the record is reclaimed.
+	settle, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), idempotencySettleTimeout)
+	defer cancel()
 	if capture.status >= 500 {
-		if err := s.cfg.Store.ReleaseIdempotent(r.Context(), k, token); err != nil {
+		if err := s.cfg.Store.ReleaseIdempotent(settle, k, token); err != nil {
 			info.log.Error("release idempotency key", "err", err)
 		}
-	} else if err := s.cfg.Store.CompleteIdempotent(r.Context(), k, token, store.StoredResponse{Status: capture.status, Body: capture.body.Bytes()}, s.cfg.Now()); err != nil {
+	} else if err := s.cfg.Store.CompleteIdempotent(settle, k, token, store.StoredResponse{Status: capture.status, Body: capture.body.Bytes()}, s.cfg.Now()); err != nil {
 		// The work is done and its answer goes out; a retry will find the key in flight
 		// until it is reclaimed. Worth an alert, not a failed request.
 		info.log.Error("store idempotent response", "err", err)

@@ -2,10 +2,13 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -219,4 +222,67 @@ func countStatus(responses []response, status int) int {
 		}
 	}
 	return n
+}
+
+// A request whose client goes away mid-work answers 503 and releases its Idempotency-Key, so
+// the client's retry with the same key runs the work again rather than meeting 409 until
+// the record is reclaimed (5 minutes): the release uses a context the cancel does not end.
+func TestClientGoneReleasesIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	var calls atomic.Int64
+	b := setup(t, nil, func(s *Server) {
+		s.mux.Handle("POST /v1/_test/slow", s.protected("drift:write", handleJSON(s, func(r *http.Request, req *probeRequest) (int, any, error) {
+			if calls.Add(1) == 1 {
+				started <- struct{}{}
+				<-r.Context().Done() // the client gives up
+				return 0, nil, r.Context().Err()
+			}
+			return http.StatusOK, probeResult{Value: *req.Value, Execution: calls.Load()}, nil
+		})))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.http.URL+"/v1/_test/slow", strings.NewReader(`{"value": "v"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+b.testKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "gone-1")
+	done := make(chan error, 1)
+	go func() {
+		res, err := b.http.Client().Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the first request was not cancelled: %v", err)
+	}
+	h := map[string]string{"Authorization": "Bearer " + b.testKey, "Content-Type": "application/json", "Idempotency-Key": "gone-1"}
+	// The server settles the record just after the cancel; a 409 meanwhile is the contract's
+	// "retry in a moment". A key left in flight would answer 409 for 5 minutes.
+	// Retries every 10 ms for up to 5 s stay under the test-mode daily limit.
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r := b.do(http.MethodPost, "/v1/_test/slow", strings.NewReader(`{"value": "v"}`), h)
+		if r.status == http.StatusOK {
+			break
+		}
+		if r.status != http.StatusConflict {
+			t.Fatalf("retry after the client went away: %d %s", r.status, r.raw)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key is still in flight 5 s after the client went away: %s", r.raw)
+		}
+		<-tick.C
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("the work ran %d times, want 2 (the cancelled run and the retry)", n)
+	}
 }
