@@ -139,7 +139,7 @@ type Input struct {
 
 	// compiled is what Validate compiled, so that Analyze does not compile the same
 	// network twice (see Validate).
-	compiled engine.Compiled[spec]
+	compiled engine.Compiled[inputKey, spec]
 }
 
 // Quantiles of the failed value fraction.

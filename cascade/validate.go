@@ -12,10 +12,30 @@ import (
 // order as an *engine.InputError, or nil. It keeps what it compiled in the Input
 // (engine.Compiled), so that Work and Analyze on the same value do not compile the network
 // again.
-func (in *Input) Validate() error { return in.compiled.Validate(in.compile) }
+func (in *Input) Validate() error { return in.compiled.Validate(in.key(), in.compile) }
 
 // spec is the compiled input: Validate's, or compiled now.
-func (in *Input) spec() (*spec, error) { return in.compiled.Get(in.compile) }
+func (in *Input) spec() (*spec, error) { return in.compiled.Get(in.key(), in.compile) }
+
+// inputKey is what the compiled input was compiled from (see engine.Compiled).
+type inputKey struct {
+	nodes     engine.Slice[Node]
+	edges     engine.Slice[Edge]
+	scenarios engine.Slice[ScenarioSpec]
+	model     string
+	sims      engine.Optional[int]
+	seed      engine.Optional[int64]
+	recovery  engine.Optional[float64]
+	systemic  engine.Optional[float64]
+}
+
+func (in *Input) key() inputKey {
+	return inputKey{
+		nodes: engine.SliceOf(in.Network.Nodes), edges: engine.SliceOf(in.Network.Edges),
+		scenarios: engine.SliceOf(in.Scenarios), model: in.Model, sims: engine.ValueOf(in.Simulations),
+		seed: engine.ValueOf(in.Seed), recovery: engine.ValueOf(in.RecoveryRate), systemic: engine.ValueOf(in.SystemicThreshold),
+	}
+}
 
 func (in *Input) compile() (*spec, error) {
 	s, err := compile(in)

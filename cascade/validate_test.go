@@ -202,3 +202,21 @@ func TestDefaultsAndWork(t *testing.T) {
 		t.Errorf("failure_probability of d = %v (want ≈ 0.5), of a = %v", fp, nodeByID(res, "a").FailureProbability)
 	}
 }
+
+// An Input changed after Validate is compiled again: Analyze never runs what Validate saw.
+func TestChangesAfterValidateAreSeen(t *testing.T) {
+	t.Parallel()
+	in := mixedInput(ModelThreshold)
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	in.Seed = ptr(*in.Seed + 1)
+	if res, err := Analyze(context.Background(), in); err != nil || res.Seed != *in.Seed {
+		t.Fatalf("seed set after Validate: result seed %d, %v; want %d", res.Seed, err, *in.Seed)
+	}
+	in.Model = "bogus"
+	var ie *engine.InputError
+	if _, err := Analyze(context.Background(), in); !errors.As(err, &ie) || ie.Field != "model" {
+		t.Fatalf("model set after Validate: %v, want an INVALID_MODEL error", err)
+	}
+}

@@ -59,7 +59,7 @@ type Input struct {
 	Sensitivity *float64 `json:"sensitivity,omitempty"`
 
 	// checked is what Validate built, so that Analyze does not check the input twice.
-	checked engine.Compiled[input]
+	checked engine.Compiled[inputKey, input]
 }
 
 // Error codes of the *engine.InputError values Analyze returns.

@@ -141,3 +141,19 @@ func TestAnalyzeAcceptsEitherUsableInput(t *testing.T) {
 		t.Errorf("firms analysed %d, want 6", b.FirmsAnalyzed)
 	}
 }
+
+// An Input changed after Validate is checked again: Analyze never analyses what Validate saw.
+func TestChangesAfterValidateAreSeen(t *testing.T) {
+	t.Parallel()
+	in, _ := Generate(ScenarioCompetitive, 1, GenParams{})
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	in.MarketID = "another"
+	in.Observations = append([]Observation(nil), in.Observations...)
+	in.Observations[0].Price = nil
+	var ie *engine.InputError
+	if _, err := Analyze(context.Background(), in); !errors.As(err, &ie) || ie.Field != "observations[0].price" {
+		t.Fatalf("observations replaced after Validate: %v, want the missing price reported", err)
+	}
+}

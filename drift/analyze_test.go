@@ -501,3 +501,19 @@ func TestSortedByTimeIsStable(t *testing.T) {
 		}
 	}
 }
+
+// Events replaced after Validate are checked again: Analyze never skips checking events it
+// has not seen pass.
+func TestEventsReplacedAfterValidateAreChecked(t *testing.T) {
+	t.Parallel()
+	in := steeringInput()
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	in.Events = slices.Clone(in.Events)
+	in.Events[3].PrincipalValue = f64(math.NaN())
+	var ie *engine.InputError
+	if _, err := Analyze(context.Background(), in); !errors.As(err, &ie) || ie.Field != "events[3].principal_value" {
+		t.Fatalf("events replaced after Validate: %v, want events[3].principal_value refused", err)
+	}
+}

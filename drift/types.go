@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"riskapi/engine"
 )
 
 // MethodVersion identifies the method documented in docs/methods/drift.md.
@@ -70,9 +72,10 @@ type Input struct {
 	// DefaultSensitivity.
 	Sensitivity *float64 `json:"sensitivity,omitzero"`
 
-	// eventsChecked is how many events Validate found valid, so that Analyze does not check
-	// the same events twice.
-	eventsChecked int
+	// eventsChecked identifies the events Validate found valid (engine.SliceOf), so that
+	// Analyze does not check the same events twice; events replaced, grown or cut since
+	// are checked again.
+	eventsChecked engine.Slice[Event]
 	sent          sent // members a decoded value held (json.go)
 }
 

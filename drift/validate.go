@@ -47,9 +47,10 @@ func ValidAgentID(id string) bool { return engine.ValidIdentifier(id, "") }
 var inputMembers = []string{"agent_id", "principal_id", "events", "window", "baseline", "sensitivity"}
 
 // Validate checks the whole input against the contract, member by member in the contract's
-// order, and returns the first failure as an *engine.InputError, or nil. It remembers that
-// the events passed, so that Analyze on the same value does not check them again: call it
-// again after changing the events of an Input it has checked.
+// order, and returns the first failure as an *engine.InputError, or nil. It remembers which
+// events passed, so that Analyze on the same value does not check them again; events
+// replaced, grown or cut since are checked again, but an event edited in place is not:
+// validate again after editing one.
 func (in *Input) Validate() error {
 	for _, name := range inputMembers {
 		if err := in.ValidateMember(name); err != nil {
@@ -72,7 +73,7 @@ func (in *Input) ValidateMember(name string) error {
 			return engine.Invalid("", "principal_id", fmt.Sprintf("string (1-%d chars)", MaxPartyChars), "string", "principal_id must be 1 to %d characters long.", MaxPartyChars)
 		}
 	case "events":
-		in.eventsChecked = 0
+		in.eventsChecked = engine.Slice[Event]{}
 		const expected = "array (20-100000 events)"
 		switch n := len(in.Events); {
 		case in.Events == nil:
@@ -83,7 +84,7 @@ func (in *Input) ValidateMember(name string) error {
 		if err := ValidateEvents(in.Events); err != nil {
 			return err
 		}
-		in.eventsChecked = len(in.Events)
+		in.eventsChecked = engine.SliceOf(in.Events)
 	case "window":
 		return in.validateWindow()
 	case "baseline":
@@ -247,7 +248,7 @@ func checkMagnitude(x *float64, at func() string, name string) error {
 // ValidateMember) already passed these very events.
 func (in *Input) validateForAnalysis() error {
 	for _, name := range inputMembers {
-		if name == "events" && in.eventsChecked == len(in.Events) && in.eventsChecked > 0 {
+		if name == "events" && len(in.Events) > 0 && in.eventsChecked == engine.SliceOf(in.Events) {
 			continue
 		}
 		if err := in.ValidateMember(name); err != nil {

@@ -62,7 +62,7 @@ type Request struct {
 	Dataset *Dataset `json:"-"`
 
 	// plan is what Validate compiled, so that Analyze does not compile the request twice.
-	plan engine.Compiled[plan]
+	plan engine.Compiled[requestKey, plan]
 }
 
 // Data is a sample of the source: JSON records or CSV text, not both.

@@ -100,10 +100,29 @@ type plan struct {
 // Validate checks every member of the request except the content of data (which a Dataset
 // checks while reading it), in the order of the contract's table, and returns the first
 // violation as an *engine.InputError.
-func (r *Request) Validate() error { return r.plan.Validate(r.compile) }
+func (r *Request) Validate() error { return r.plan.Validate(r.key(), r.compile) }
 
 // compiled is the compiled request: Validate's, or compiled now.
-func (r *Request) compiled() (*plan, error) { return r.plan.Get(r.compile) }
+func (r *Request) compiled() (*plan, error) { return r.plan.Get(r.key(), r.compile) }
+
+// requestKey is what the plan was compiled from (see engine.Compiled).
+type requestKey struct {
+	sourceID string
+	data     *Data
+	dataset  *Dataset
+	checks   engine.Slice[Check]
+	signals  *Signals
+	policy   *Policy
+	asOf     engine.Optional[string]
+	profile  engine.Optional[bool]
+}
+
+func (r *Request) key() requestKey {
+	return requestKey{
+		sourceID: r.SourceID, data: r.Data, dataset: r.Dataset, checks: engine.SliceOf(r.Checks),
+		signals: r.Signals, policy: r.Policy, asOf: engine.ValueOf(r.AsOf), profile: engine.ValueOf(r.Profile),
+	}
+}
 
 // ValidateMember checks one top-level member by its JSON name (source_id, data, checks,
 // signals, policy, as_of, profile), so a streaming caller can report the first failure in

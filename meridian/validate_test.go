@@ -228,3 +228,18 @@ func mustRead(t *testing.T, csv string) *Dataset {
 	}
 	return ds
 }
+
+// A Request changed after Validate is compiled again: Analyze never runs the old plan.
+func TestChangesAfterValidateAreSeen(t *testing.T) {
+	t.Parallel()
+	csv := "a\n1\n"
+	req := Request{SourceID: "s", Data: &Data{CSV: &csv}, Checks: []Check{{Type: CheckNotNull, Column: ptrOf("a")}}}
+	if err := req.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	req.Checks = []Check{{Type: "no_such_check"}}
+	var ie *engine.InputError
+	if _, err := analyzeAt(req, testNow); !errors.As(err, &ie) || ie.Code != "INVALID_CHECKS" {
+		t.Fatalf("checks replaced after Validate: %v, want INVALID_CHECKS", err)
+	}
+}
