@@ -550,5 +550,3 @@ func score(a *Analysis, minAdj float64) {
 var recommendedActions = map[string]string{
 	engine.BandLow: "none", engine.BandModerate: "monitor", engine.BandHigh: "review", engine.BandCritical: "contain",
 }
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

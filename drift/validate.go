@@ -244,6 +244,21 @@ func checkMagnitude(x *float64, at func() string, name string) error {
 	return nil
 }
 
+// ValidateWithoutEvents checks every member but the events, in the contract's order, for a
+// caller that reads the events later (the API reads an agent's stored events once the rest
+// of the request has passed).
+func (in *Input) ValidateWithoutEvents() error {
+	for _, name := range inputMembers {
+		if name == "events" {
+			continue
+		}
+		if err := in.ValidateMember(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // validateForAnalysis is Analyze's check: every member, the events unless Validate (or
 // ValidateMember) already passed these very events.
 func (in *Input) validateForAnalysis() error {

@@ -98,8 +98,11 @@ type plan struct {
 }
 
 // Validate checks every member of the request except the content of data (which a Dataset
-// checks while reading it), in the order of the contract's table, and returns the first
-// violation as an *engine.InputError.
+// checks while reading it), in the order of the contract's table, then the rules that tie
+// members together (a source_id; data or signals; checks need data), and returns the first
+// violation as an *engine.InputError. A streaming caller feeds Dataset before it validates:
+// an empty Dataset is no data. It keeps the plan it compiled (engine.Compiled), so that
+// Analyze on the same Request does not compile it again.
 func (r *Request) Validate() error { return r.plan.Validate(r.key(), r.compile) }
 
 // compiled is the compiled request: Validate's, or compiled now.

@@ -197,25 +197,36 @@ func fieldPath(root reflect.Type, ptr jsontext.Pointer) (string, bool) {
 }
 
 // memberType is the Go type of member name of struct or map type t, or nil when unknown.
-// The members of inlined structs (embedded ones, and fields tagged inline) count as t's own.
+// The members of inlined structs (embedded ones, and fields tagged inline) count as t's own;
+// a direct field wins over an inlined one, as in JSON encoding.
 func memberType(t reflect.Type, name string) reflect.Type {
-	if t == nil {
+	return memberTypeAt(t, name, 0)
+}
+
+// maxInlineDepth bounds the descent into inlined structs (a type may embed a pointer to
+// itself).
+const maxInlineDepth = 8
+
+func memberTypeAt(t reflect.Type, name string, depth int) reflect.Type {
+	if t == nil || depth > maxInlineDepth {
 		return nil
 	}
 	switch t.Kind() {
 	case reflect.Map:
 		return t.Elem()
 	case reflect.Struct:
+		var inlined []reflect.Type
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			if inner, ok := inlinedStruct(f); ok {
-				if mt := memberType(inner, name); mt != nil {
-					return mt
-				}
-				continue
-			}
-			if jsonName(f) == name {
+				inlined = append(inlined, inner)
+			} else if jsonName(f) == name {
 				return f.Type
+			}
+		}
+		for _, inner := range inlined {
+			if mt := memberTypeAt(inner, name, depth+1); mt != nil {
+				return mt
 			}
 		}
 	}
@@ -224,7 +235,12 @@ func memberType(t reflect.Type, name string) reflect.Type {
 
 // jsonFieldNames lists the JSON member names of a struct type, those of inlined structs
 // included.
-func jsonFieldNames(t reflect.Type) []string {
+func jsonFieldNames(t reflect.Type) []string { return jsonFieldNamesAt(t, 0) }
+
+func jsonFieldNamesAt(t reflect.Type, depth int) []string {
+	if depth > maxInlineDepth {
+		return nil
+	}
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -235,7 +251,7 @@ func jsonFieldNames(t reflect.Type) []string {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if inner, ok := inlinedStruct(f); ok {
-			names = append(names, jsonFieldNames(inner)...)
+			names = append(names, jsonFieldNamesAt(inner, depth+1)...)
 		} else if n := jsonName(f); n != "" {
 			names = append(names, n)
 		}

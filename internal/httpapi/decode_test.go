@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/internal/auth"
 	"riskapi/internal/store"
@@ -221,4 +225,31 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("body %q: empty message or details", body)
 		}
 	})
+}
+
+// Field paths and suggestions reach into inlined structs, without end on none: a type that
+// embeds a pointer to itself still answers.
+func TestFieldPathsThroughInlinedStructs(t *testing.T) {
+	type self struct {
+		*self
+		Name string `json:"name"`
+	}
+	type inner struct {
+		Items []struct {
+			Price float64 `json:"price"`
+		} `json:"items"`
+	}
+	type outer struct {
+		inner
+		Name string `json:"name"`
+	}
+	if got := memberType(reflect.TypeFor[self](), "absent"); got != nil {
+		t.Errorf("memberType on a self-embedding type = %v, want nil", got)
+	}
+	if got, ok := fieldPath(reflect.TypeFor[outer](), jsontext.Pointer("/items/3/price")); !ok || got != "items[3].price" {
+		t.Errorf("fieldPath = %q, %v; want items[3].price", got, ok)
+	}
+	if names := jsonFieldNames(reflect.TypeFor[outer]()); !slices.Equal(names, []string{"items", "name"}) {
+		t.Errorf("jsonFieldNames = %v", names)
+	}
 }

@@ -10,13 +10,15 @@ import (
 
 // Every POST and PATCH endpoint takes one way through the code:
 //
-//	decode and validate the body → check the Idempotency-Key → do (engine, store) → envelope
+//	decode and validate the body (engine) → Idempotency-Key → do (engine, store) → envelope
 //
 // handleJSON does it for bodies read whole; handleStream for bodies decoded as they arrive
 // (Meridian's CSV of up to a million rows). Both share the idempotency step (execute) and
 // the contract's order of checks: decoding and validation errors (400) come before
 // idempotency conflicts (409/422) and are never stored, so a client can fix a request and
-// retry it with the same key.
+// retry it with the same key. The Idempotency-Key header's own form is checked once the body
+// is read: before decoding in handleJSON, after it in handleStream, which cannot read the
+// body twice (a request wrong in both ways gets the one or the other 400).
 
 // doFunc is an endpoint's work once its request passed every check: the status and data of
 // the envelope, or an error, which writeError maps (an *engine.InputError is a 400).

@@ -52,8 +52,9 @@ func (req *simulateRequest) validate() *Error {
 
 // handleSimulate is POST /v1/cascade/simulate: small work runs in the request and answers 200
 // with the completed simulation; async requests and work above the contract's threshold are
-// stored queued, answered 202, and run by the background runner (internal/simulation). Either way the finished
-// simulation is stored with its cascade.simulation_completed event in one transaction.
+// stored queued, answered 202, and run by the background runner (internal/simulation).
+// Either way the finished simulation is stored with its cascade.simulation_completed event
+// in one transaction.
 func (s *Server) handleSimulate() http.Handler {
 	return handleJSON(s, func(r *http.Request, req *simulateRequest) (int, any, error) {
 		in := req.Input

@@ -75,18 +75,13 @@ type analyzeDriftRequest struct {
 	drift.Input
 }
 
-// validate checks the request with the engine, member by member in the contract's order,
-// before anything runs or is stored; stored events are checked once they are read.
+// validate checks the request with the engine, in the contract's order, before anything
+// runs or is stored; stored events are checked by Analyze once they are read.
 func (req *analyzeDriftRequest) validate() *Error {
-	for _, name := range []string{"agent_id", "principal_id", "events", "window", "baseline", "sensitivity"} {
-		if name == "events" && req.Events == nil {
-			continue
-		}
-		if e := asValidation(req.ValidateMember(name)); e != nil {
-			return e
-		}
+	if req.Events == nil {
+		return asValidation(req.ValidateWithoutEvents())
 	}
-	return nil
+	return asValidation(req.Validate())
 }
 
 // handleAnalyzeDrift is POST /v1/drift/analyze: analyse inline events, or the agent's stored

@@ -43,8 +43,7 @@ const maxGenerateCount = 100
 var productExpected = "string (" + strings.Join(product.Names()[:len(product.All)-1], ", ") + " or " + product.All[len(product.All)-1].Name + ")"
 
 func (req *testGenerateRequest) validate() *Error {
-	switch {
-	case req.Product == nil:
+	if req.Product == nil {
 		return invalidField("product", productExpected, "missing", "product is required: one of %s.", strings.Join(product.Names(), ", "))
 	}
 	p, ok := product.Lookup(*req.Product)

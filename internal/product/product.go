@@ -6,6 +6,7 @@ package product
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -90,7 +91,11 @@ var (
 			Verdict: "shadow_principal_detected", VerdictIsBad: true, Yes: "Shadow principal detected", No: "No shadow principal"},
 		Request: reflect.TypeFor[drift.Input](), Result: reflect.TypeFor[drift.Analysis](),
 		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
-			return drift.Analyze(ctx, request.(drift.Input))
+			in, err := requestAs[drift.Input](request)
+			if err != nil {
+				return nil, err
+			}
+			return drift.Analyze(ctx, in)
 		},
 		Scenarios: drift.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
@@ -108,7 +113,11 @@ var (
 			Verdict: "collusion_detected", VerdictIsBad: true, Yes: "Collusion detected", No: "No collusion"},
 		Request: reflect.TypeFor[convergence.Input](), Result: reflect.TypeFor[convergence.Analysis](),
 		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
-			return convergence.Analyze(ctx, request.(convergence.Input))
+			in, err := requestAs[convergence.Input](request)
+			if err != nil {
+				return nil, err
+			}
+			return convergence.Analyze(ctx, in)
 		},
 		Scenarios: convergence.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
@@ -126,7 +135,11 @@ var (
 			Yes: "Systemic risk", No: "No systemic risk", Asynchronous: true},
 		Request: reflect.TypeFor[cascade.Input](), Result: reflect.TypeFor[cascade.Result](),
 		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
-			return cascade.Analyze(ctx, request.(cascade.Input))
+			in, err := requestAs[cascade.Input](request)
+			if err != nil {
+				return nil, err
+			}
+			return cascade.Analyze(ctx, in)
 		},
 		Scenarios: cascade.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
@@ -144,7 +157,10 @@ var (
 			Verdict: "passed", VerdictIsBad: false, Yes: "Passed", No: "Failed"},
 		Request: reflect.TypeFor[meridian.Request](), Result: reflect.TypeFor[meridian.Result](),
 		Engine: func(ctx context.Context, request any, now time.Time) (any, error) {
-			req := request.(meridian.Request)
+			req, err := requestAs[meridian.Request](request)
+			if err != nil {
+				return nil, err
+			}
 			req.Now = now
 			return meridian.Analyze(ctx, req)
 		},
@@ -158,6 +174,15 @@ var (
 
 // All is every product, in the contract's order (the order of lists and of GET /v1/usage).
 var All = []Product{Drift, Convergence, Cascade, Meridian}
+
+// requestAs is request as the engine's input type T, or an error naming both types.
+func requestAs[T any](request any) (T, error) {
+	in, ok := request.(T)
+	if !ok {
+		return in, fmt.Errorf("product: the engine takes %v, not %T", reflect.TypeFor[T](), request)
+	}
+	return in, nil
+}
 
 // limits is a row of the seed's plan table.
 func limits(freeTrial, starter, professional, enterprise int64) map[store.Plan]int64 {
