@@ -1,7 +1,6 @@
 package meridian
 
 import (
-	"fmt"
 	"testing"
 
 	"riskapi/internal/enginetest"
@@ -11,13 +10,8 @@ import (
 // (testdata/results.golden).
 func TestResultsKeepTheirBytes(t *testing.T) {
 	t.Parallel()
-	var cases []enginetest.Case
-	for _, scenario := range TestModeScenarios() {
-		for seed := int64(1); seed <= 4; seed++ {
-			req, _ := Generate(scenario, seed, GenParams{})
-			res, err := analyzeAt(req, testNow)
-			cases = append(cases, enginetest.Case{Name: fmt.Sprintf("%s/%d", scenario, seed), Result: res, Err: err})
-		}
-	}
-	enginetest.SameBytesAsBefore(t, "results.golden", cases)
+	enginetest.ScenariosKeepTheirBytes(t, "results.golden", TestModeScenarios(), 4, func(scenario string, seed int64) (any, error) {
+		req, _ := Generate(scenario, seed, GenParams{})
+		return analyzeAt(req, testNow)
+	})
 }

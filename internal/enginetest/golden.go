@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +20,20 @@ type Case struct {
 	Name   string
 	Result any
 	Err    error
+}
+
+// ScenariosKeepTheirBytes runs analyze on every scenario with seeds 1..seeds and checks the
+// results with SameBytesAsBefore (case names "scenario/seed").
+func ScenariosKeepTheirBytes(t *testing.T, file string, scenarios []string, seeds int64, analyze func(scenario string, seed int64) (any, error)) {
+	t.Helper()
+	var cases []Case
+	for _, scenario := range scenarios {
+		for seed := int64(1); seed <= seeds; seed++ {
+			res, err := analyze(scenario, seed)
+			cases = append(cases, Case{Name: scenario + "/" + strconv.FormatInt(seed, 10), Result: res, Err: err})
+		}
+	}
+	SameBytesAsBefore(t, file, cases)
 }
 
 // SameBytesAsBefore fails unless every case's result encodes (keys sorted) to the same

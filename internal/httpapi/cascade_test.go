@@ -2,16 +2,15 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"riskapi/internal/simulation"
+	"riskapi/internal/simulation/simulationtest"
 )
 
 // chainNetwork is a line of n banks where each is exposed to the previous one with more than
@@ -114,12 +113,7 @@ func (b *bundle) runner(owner string) func() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { r.Run(ctx) })
-	stop := func() { cancel(); wg.Wait() }
-	b.t.Cleanup(stop)
-	return stop
+	return simulationtest.Start(b.t, r.Run)
 }
 
 // awaitSimulation reads the simulation through the API now and after each of the runner's

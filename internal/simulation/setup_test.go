@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -85,12 +84,7 @@ func (b *bundle) runner(owner string) func() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { r.Run(ctx) })
-	stop := func() { cancel(); wg.Wait() }
-	b.t.Cleanup(stop)
-	return stop
+	return simulationtest.Start(b.t, r.Run)
 }
 
 // stored is a simulation as the store holds it, with its object (as GET returns it) decoded.

@@ -96,3 +96,15 @@ func (w *Watch) ReleaseSimulation(ctx context.Context, id, owner string, payload
 	defer w.notify()
 	return w.Store.ReleaseSimulation(ctx, id, owner, payload, now)
 }
+
+// Start runs run (a Runner's Run) in the background for the test and returns its stop
+// function, which cancels run's context and waits for it to return — after the runner has
+// handed back what it holds. The test's cleanup stops it too.
+func Start(t testing.TB, run func(ctx context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { run(ctx) })
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
+}
