@@ -77,6 +77,17 @@ func NewAuthenticator(s KeyStore, now func() time.Time, log *slog.Logger) *Authe
 // Authenticate checks an Authorization header value. It returns a *RejectedError for every
 // client-side failure (missing, not Bearer, malformed, unknown, revoked, expired) and a
 // wrapped store error when the store cannot answer.
+// WellFormed reports whether an Authorization header carries a Bearer key of a valid form
+// (prefix, length, checksum): a key that could be looked up. It reads no store.
+func WellFormed(header string) bool {
+	scheme, key, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	_, err := ParseKey(strings.TrimSpace(key))
+	return err == nil
+}
+
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (Principal, error) {
 	if strings.TrimSpace(header) == "" {
 		return Principal{}, rejected("No API key provided. Send it as the header Authorization: Bearer <API_KEY>.")

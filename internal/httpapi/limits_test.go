@@ -190,11 +190,18 @@ func TestFailedAuthenticationIsLimitedPerIP(t *testing.T) {
 			t.Fatalf("401 number %d headers: %v", i+1, r.header)
 		}
 	}
-	// Now even a valid key is refused before it is looked up.
-	r := b.get("/v1/account", b.testKey)
-	r.wantError(t, http.StatusTooManyRequests, "rate_limit_error", CodeRateLimited)
-	if r.header.Get("Retry-After") == "" || r.field("error.details.policy") != "failed-auth" {
-		t.Fatalf("429: %s %v", r.raw, r.header)
+	// Beyond the limit, a malformed key is refused without a lookup, and a well-formed key
+	// that fails the lookup gets 429 instead of 401.
+	for _, key := range []string{"", "sk_test_not_a_key", auth.GenerateKey(store.KeyTest)} {
+		r := b.get("/v1/account", key)
+		r.wantError(t, http.StatusTooManyRequests, "rate_limit_error", CodeRateLimited)
+		if r.header.Get("Retry-After") == "" || r.field("error.details.policy") != "failed-auth" {
+			t.Fatalf("429 for %q: %s %v", key, r.raw, r.header)
+		}
+	}
+	// A valid key is never refused because other requests from its address failed.
+	if r := b.get("/v1/account", b.testKey); r.status != http.StatusOK {
+		t.Fatalf("a valid key from the address that failed 300 times: %d %s", r.status, r.raw)
 	}
 	// Public endpoints are not counted or refused.
 	if r := b.get("/v1", ""); r.status != http.StatusOK {

@@ -32,27 +32,38 @@ func (s *Server) protectedTestOnly(h http.Handler) http.Handler {
 }
 
 // authenticate resolves the Bearer key to a principal. Client mistakes are 401 in the
-// envelope and count against the client IP's failed-authentication bucket; once that is
-// exhausted, requests from the IP get 429 before any key lookup. A store that cannot answer
-// is 503, so an outage never looks like a bad key.
+// envelope and count against the client IP's failed-authentication bucket (platform contract
+// §4). Once that is exhausted, a request from the IP whose key is malformed gets 429 without
+// a key lookup, and one whose key fails the lookup gets 429 instead of 401; a valid key is
+// never refused for what other requests from its address did (a shared proxy must not lock
+// out every tenant behind it). A store that cannot answer is 503, so an outage never looks
+// like a bad key.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
 		now := s.cfg.Now()
 		failed := []ratepolicy.Limit{ratepolicy.FailedAuthFrom(clientip.Of(r, s.cfg.TrustedProxies))}
-		if states, err := s.cfg.Limiter.Peek(r.Context(), now, failed[0].Bucket); err == nil && states[0].Exhausted() {
+		header := r.Header.Get("Authorization")
+		states, err := s.cfg.Limiter.Peek(r.Context(), now, failed[0].Bucket)
+		exhausted := err == nil && states[0].Exhausted()
+		if exhausted && !auth.WellFormed(header) {
 			setLimitHeaders(w.Header(), failed, states, now, true)
 			writeError(w, r, errRateLimited(states[0], failed[0].Policy))
 			return
 		}
-		p, err := s.cfg.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		p, err := s.cfg.Auth.Authenticate(r.Context(), header)
 		var rejected *auth.RejectedError
 		switch {
 		case errors.As(err, &rejected):
-			if states, err := s.cfg.Limiter.Take(r.Context(), now, failed[0].Bucket); err == nil {
-				setLimitHeaders(w.Header(), failed, states, now, false)
-			} else {
+			states, err := s.cfg.Limiter.Take(r.Context(), now, failed[0].Bucket)
+			if err != nil {
 				info.log.Warn("failed-authentication limiter", "err", err)
+			} else if refused := exhausted || !states[0].Allowed(); refused {
+				setLimitHeaders(w.Header(), failed, states, now, true)
+				writeError(w, r, errRateLimited(states[0], failed[0].Policy))
+				return
+			} else {
+				setLimitHeaders(w.Header(), failed, states, now, false)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="riskapi"`)
 			writeError(w, r, newError(CodeUnauthorized, "%s", rejected.Message))
