@@ -63,7 +63,17 @@ func (s *spec) work() int64 {
 	for _, sc := range s.scen {
 		w += int64(sc.runs) * size
 	}
-	return w + int64(s.swept())*size
+	return w + int64(s.swept())*s.sweepRuns()*size
+}
+
+// sweepRuns is how many runs the blast-radius sweep makes per swept node: one, or
+// ICBlastRuns seeded runs averaged under independent_cascade (platform contract §11: the
+// estimate covers the sweep's per-node repetitions, which dominate such a request).
+func (s *spec) sweepRuns() int64 {
+	if s.model == mIndependentCascade {
+		return ICBlastRuns
+	}
+	return 1
 }
 
 func (s *spec) swept() int {

@@ -194,6 +194,13 @@ func TestDefaultsAndWork(t *testing.T) {
 	if w != (500+1+1+4)*7 {
 		t.Errorf("work with random_failure %d, want %d", w, 506*7)
 	}
+	// Under independent_cascade transmission is random, so every scenario makes all 500 runs,
+	// and the sweep makes ICBlastRuns runs per node: the work counts them all.
+	ic := in
+	ic.Model = ModelIndependentCascade
+	if w, _ := Work(ic); w != (3*500+4*ICBlastRuns)*7 {
+		t.Errorf("independent_cascade work %d, want %d", w, (3*500+4*ICBlastRuns)*7)
+	}
 	res = simulateT(t, in)
 	if res.Scenarios[0].Type != TypeRandomFailure || res.Scenarios[0].Runs != 500 {
 		t.Errorf("scenarios %+v", res.Scenarios)
