@@ -24,6 +24,14 @@ const (
 	sentAgentID
 )
 
+// take copies a member that was sent (src not nil) into dst and records it in s.
+func take[T any](dst, src *T, s *sent, member sent) {
+	if src != nil {
+		*dst = *src
+		*s |= member
+	}
+}
+
 // eventJSON is an Event as JSON carries it, with a pointer for every member whose absence
 // validation must see.
 type eventJSON struct {
@@ -51,18 +59,10 @@ func (e *Event) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		Beneficiaries: w.Beneficiaries, DelegationDepth: w.DelegationDepth, Overridden: w.Overridden,
 		Attributes: w.Attributes, sent: sentDecoded,
 	}
-	if w.ID != nil {
-		e.ID, e.sent = *w.ID, e.sent|sentID
-	}
-	if w.Timestamp != nil {
-		e.Timestamp, e.sent = *w.Timestamp, e.sent|sentTimestamp
-	}
-	if w.Action != nil {
-		e.Action, e.sent = *w.Action, e.sent|sentAction
-	}
-	if w.InstructedBy != nil {
-		e.InstructedBy, e.sent = *w.InstructedBy, e.sent|sentInstructedBy
-	}
+	take(&e.ID, w.ID, &e.sent, sentID)
+	take(&e.Timestamp, w.Timestamp, &e.sent, sentTimestamp)
+	take(&e.Action, w.Action, &e.sent, sentAction)
+	take(&e.InstructedBy, w.InstructedBy, &e.sent, sentInstructedBy)
 	return nil
 }
 
@@ -79,12 +79,8 @@ func (b *Beneficiary) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return err
 	}
 	*b = Beneficiary{sent: sentDecoded}
-	if w.Party != nil {
-		b.Party, b.sent = *w.Party, b.sent|sentParty
-	}
-	if w.Value != nil {
-		b.Value, b.sent = *w.Value, b.sent|sentValue
-	}
+	take(&b.Party, w.Party, &b.sent, sentParty)
+	take(&b.Value, w.Value, &b.sent, sentValue)
 	return nil
 }
 
@@ -106,9 +102,7 @@ func (in *Input) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	}
 	*in = Input{PrincipalID: w.PrincipalID, Events: w.Events, Window: w.Window, Baseline: w.Baseline,
 		Sensitivity: w.Sensitivity, sent: sentDecoded}
-	if w.AgentID != nil {
-		in.AgentID, in.sent = *w.AgentID, in.sent|sentAgentID
-	}
+	take(&in.AgentID, w.AgentID, &in.sent, sentAgentID)
 	return nil
 }
 
@@ -125,8 +119,6 @@ func (b *EventBatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return err
 	}
 	*b = EventBatch{Events: w.Events, sent: sentDecoded}
-	if w.AgentID != nil {
-		b.AgentID, b.sent = *w.AgentID, b.sent|sentAgentID
-	}
+	take(&b.AgentID, w.AgentID, &b.sent, sentAgentID)
 	return nil
 }

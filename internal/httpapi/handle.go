@@ -50,11 +50,7 @@ func handleJSON[Req any](s *Server, do doFunc[Req]) http.Handler {
 			writeError(w, r, e)
 			return
 		}
-		if e := validateInContext(r.Context(), s, &req); e != nil {
-			writeError(w, r, e)
-			return
-		}
-		s.execute(w, r, key, sha256.Sum256(body), func() (int, any, error) { return do(r, &req) })
+		proceed(s, w, r, key, sha256.Sum256(body), &req, do)
 	})
 }
 
@@ -82,19 +78,21 @@ func handleStream[Req any](s *Server, decode streamDecoder[Req], validate func(*
 			writeError(w, r, e)
 			return
 		}
-		if e := validateInContext(r.Context(), s, req); e != nil {
-			writeError(w, r, e)
-			return
-		}
-		s.execute(w, r, key, sumOf(digest), func() (int, any, error) { return do(r, req) })
+		proceed(s, w, r, key, sumOf(digest), req, do)
 	})
 }
 
-func validateInContext(ctx context.Context, s *Server, req any) *Error {
-	if c, ok := req.(contextValidatable); ok {
-		return c.validateIn(ctx, s)
+// proceed takes a decoded and validated request the rest of the way, the same for both
+// variants: the checks that need more than the body (validateIn), then the work, at most once
+// per Idempotency-Key.
+func proceed[Req any](s *Server, w http.ResponseWriter, r *http.Request, key string, bodySum [sha256.Size]byte, req *Req, do doFunc[Req]) {
+	if c, ok := any(req).(contextValidatable); ok {
+		if e := c.validateIn(r.Context(), s); e != nil {
+			writeError(w, r, e)
+			return
+		}
 	}
-	return nil
+	s.execute(w, r, key, bodySum, func() (int, any, error) { return do(r, req) })
 }
 
 func sumOf(h hash.Hash) (sum [sha256.Size]byte) {

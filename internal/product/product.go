@@ -90,13 +90,7 @@ var (
 			Subject: "agent_id", SubjectLabel: "Agent", Noun: "Drift analysis",
 			Verdict: "shadow_principal_detected", VerdictIsBad: true, Yes: "Shadow principal detected", No: "No shadow principal"},
 		Request: reflect.TypeFor[drift.Input](), Result: reflect.TypeFor[drift.Analysis](),
-		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
-			in, err := requestAs[drift.Input](request)
-			if err != nil {
-				return nil, err
-			}
-			return drift.Analyze(ctx, in)
-		},
+		Engine:    engineOf(drift.Analyze),
 		Scenarios: drift.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
 			in, truth := drift.Generate(scenario, seed, drift.GenParams{})
@@ -112,13 +106,7 @@ var (
 			Subject: "market_id", SubjectLabel: "Market", Noun: "Convergence analysis",
 			Verdict: "collusion_detected", VerdictIsBad: true, Yes: "Collusion detected", No: "No collusion"},
 		Request: reflect.TypeFor[convergence.Input](), Result: reflect.TypeFor[convergence.Analysis](),
-		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
-			in, err := requestAs[convergence.Input](request)
-			if err != nil {
-				return nil, err
-			}
-			return convergence.Analyze(ctx, in)
-		},
+		Engine:    engineOf(convergence.Analyze),
 		Scenarios: convergence.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
 			in, truth := convergence.Generate(scenario, seed, convergence.GenParams{})
@@ -134,13 +122,7 @@ var (
 			Noun: "Cascade simulation", Verdict: "systemic_risk_detected", VerdictIsBad: true,
 			Yes: "Systemic risk", No: "No systemic risk", Asynchronous: true},
 		Request: reflect.TypeFor[cascade.Input](), Result: reflect.TypeFor[cascade.Result](),
-		Engine: func(ctx context.Context, request any, _ time.Time) (any, error) {
-			in, err := requestAs[cascade.Input](request)
-			if err != nil {
-				return nil, err
-			}
-			return cascade.Analyze(ctx, in)
-		},
+		Engine:    engineOf(cascade.Analyze),
 		Scenarios: cascade.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
 			in, truth := cascade.Generate(scenario, seed, cascade.GenParams{})
@@ -174,6 +156,17 @@ var (
 
 // All is every product, in the contract's order (the order of lists and of GET /v1/usage).
 var All = []Product{Drift, Convergence, Cascade, Meridian}
+
+// engineOf is the Engine of an engine whose Analyze needs no clock.
+func engineOf[In, Out any](analyze func(context.Context, In) (Out, error)) func(context.Context, any, time.Time) (any, error) {
+	return func(ctx context.Context, request any, _ time.Time) (any, error) {
+		in, err := requestAs[In](request)
+		if err != nil {
+			return nil, err
+		}
+		return analyze(ctx, in)
+	}
+}
 
 // requestAs is request as the engine's input type T, or an error naming both types.
 func requestAs[T any](request any) (T, error) {
