@@ -1,0 +1,102 @@
+package enginetest
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"riskapi/engine"
+)
+
+// CostFactor is how far an estimate may stand from the measured CPU time: within 3×
+// either way (platform contract §11).
+const CostFactor = 3.0
+
+// CPUTime is the process's CPU time so far, user and system, over every thread: what a
+// request's work costs the machine, whichever cores it ran on.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// MeasureCPU runs work and returns the CPU time the process spent meanwhile, garbage
+// collection included (a collection is forced before, so earlier garbage is not charged).
+// Tests that call it must not run in parallel with others.
+func MeasureCPU(t testing.TB, work func()) time.Duration {
+	t.Helper()
+	runtime.GC()
+	before := CPUTime()
+	work()
+	return CPUTime() - before
+}
+
+// EstimateHolds fails t unless the estimate's CPU is within CostFactor of the measured CPU
+// of run. Each case should take tens of milliseconds at least, so that the process's other
+// threads are noise. Under the race detector, which slows the engines 10 to 100 times, it
+// skips: CI runs the cost tests without it.
+func EstimateHolds(t *testing.T, name string, estimate engine.Cost, run func()) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("CPU estimates are not measurable under the race detector; CI runs this test without it")
+	}
+	measured := MeasureCPU(t, run)
+	ratio := float64(estimate.CPU) / float64(max(measured, time.Microsecond))
+	t.Logf("%s: estimated %v, measured %v (ratio %.2f)", name, estimate.CPU, measured, ratio)
+	if ratio > CostFactor || ratio < 1/CostFactor {
+		t.Errorf("%s: estimate %v is not within %.0f× of the measured CPU %v (ratio %.2f)", name, estimate.CPU, CostFactor, measured, ratio)
+	}
+}
+
+// MeasurePeakHeap runs work and returns the peak growth of the heap's live objects
+// meanwhile, sampled every millisecond with the collector made eager (GOGC 10) so that the
+// heap holds little garbage: an estimate of the bytes the work held at once.
+func MeasurePeakHeap(t testing.TB, work func()) int64 {
+	t.Helper()
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() int64 { metrics.Read(sample); return int64(sample[0].Value.Uint64()) }
+	base := read()
+	var peak atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			peak.Store(max(peak.Load(), read()-base))
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	work()
+	close(stop)
+	<-done
+	return max(peak.Load(), read()-base)
+}
+
+// MemoryEstimateHolds fails t unless the estimate's Memory covers the measured peak of the
+// heap (MeasurePeakHeap) without overstating it more than CostFactor times (plus 4 MiB for
+// small cases): admission against the memory budget must not let a request take more than
+// it declared, nor refuse requests for memory they never take.
+func MemoryEstimateHolds(t *testing.T, name string, estimate engine.Cost, run func()) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("memory estimates are not measured under the race detector; CI runs this test without it")
+	}
+	measured := MeasurePeakHeap(t, run)
+	t.Logf("%s: estimated %d bytes, measured peak %d bytes", name, estimate.Memory, measured)
+	if estimate.Memory < measured || float64(estimate.Memory) > CostFactor*float64(measured)+4<<20 {
+		t.Errorf("%s: memory estimate %d bytes does not cover the measured peak %d bytes within %.0f×", name, estimate.Memory, measured, CostFactor)
+	}
+}
