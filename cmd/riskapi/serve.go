@@ -134,12 +134,14 @@ type serveConfig struct {
 	proxies              []netip.Prefix
 	// dashboardSignUp lets visitors create accounts in the dashboard (off: invite-only).
 	dashboardSignUp bool
+	bounds          httpapi.Bounds
 }
 
 func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
 	var c serveConfig
 	fs := newFlagSet("riskapi serve", stderr)
 	c.store.register(fs, getenv)
+	bounds := registerBounds(fs, getenv)
 	fs.StringVar(&c.addr, "addr", envOr(getenv, "RISKAPI_ADDR", "127.0.0.1:8080"), "listen address (env RISKAPI_ADDR)")
 	fs.BoolVar(&c.noBootstrap, "no-bootstrap", getenv("RISKAPI_NO_BOOTSTRAP") == "true",
 		"do not create the demo account and test key on an empty embedded store (env RISKAPI_NO_BOOTSTRAP=true)")
@@ -206,6 +208,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if fs.NArg() > 0 {
 		return c, usagef("serve takes no arguments, got %q", fs.Args())
 	}
+	if c.bounds, err = bounds.parse(); err != nil {
+		return c, err
+	}
 	if !store.ValidRegion(c.region) {
 		return c, usagef("region %q: want default or eu", c.region)
 	}
@@ -244,6 +249,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return helpOK(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	applyMemoryLimit(cfg.bounds, getenv)
 
 	st, err := cfg.store.open(ctx)
 	if err != nil {
@@ -322,6 +328,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		EUPublicURL:      cfg.euPublicURL,
 		MaxBodyBytes:     cfg.maxBodyBytes,
 		Deprecation:      cfg.deprecation,
+		Bounds:           cfg.bounds,
 	})
 	if err != nil {
 		return err

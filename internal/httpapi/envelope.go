@@ -85,6 +85,9 @@ func writeSuccess(w http.ResponseWriter, r *http.Request, status int, data any, 
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	apiErr := apiError(r.Context(), err)
 	status, typ := errorStatus(apiErr.Code)
+	if apiErr.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(apiErr.retryAfter))
+	}
 	details := apiErr.Details
 	if details == nil {
 		details = map[string]any{}

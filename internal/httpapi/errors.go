@@ -19,6 +19,8 @@ type Error struct {
 	// Details is always sent as an object; for validation errors it carries field,
 	// expected and received.
 	Details map[string]any
+	// retryAfter, when positive, is sent as the Retry-After header (seconds).
+	retryAfter int
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -69,7 +71,7 @@ func errorStatus(code string) (int, string) {
 	case CodeServiceUnavailable:
 		return http.StatusServiceUnavailable, "service_unavailable_error"
 	}
-	if strings.HasPrefix(code, "INVALID_") {
+	if strings.HasPrefix(code, "INVALID_") || code == engine.CodeWorkLimitExceeded {
 		return http.StatusBadRequest, "validation_error"
 	}
 	return http.StatusInternalServerError, "api_error"

@@ -6,6 +6,9 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"time"
+
+	"riskapi/engine"
 )
 
 // Every POST and PATCH endpoint takes one way through the code:
@@ -82,9 +85,18 @@ func handleStream[Req any](s *Server, decode streamDecoder[Req], validate func(*
 	})
 }
 
+// costed is implemented by the products' analysis requests: the engine's estimate of the
+// work (platform contract §11), made once the request is valid, and whether the work runs in
+// the background (Cascade's large or async simulations), where the background budget applies
+// and the memory is the background runner's to hold.
+type costed interface {
+	estimate(syncBudget time.Duration) (cost engine.Cost, background bool, err error)
+}
+
 // proceed takes a decoded and validated request the rest of the way, the same for both
-// variants: the checks that need more than the body (validateIn), then the work, at most once
-// per Idempotency-Key.
+// variants: the checks that need more than the body (validateIn) and the work's estimated
+// cost against the budgets (admit.go), then the work, at most once per Idempotency-Key, once
+// memory for its estimated peak is reserved.
 func proceed[Req any](s *Server, w http.ResponseWriter, r *http.Request, key string, bodySum [sha256.Size]byte, req *Req, do doFunc[Req]) {
 	if c, ok := any(req).(contextValidatable); ok {
 		if e := c.validateIn(r.Context(), s); e != nil {
@@ -92,7 +104,27 @@ func proceed[Req any](s *Server, w http.ResponseWriter, r *http.Request, key str
 			return
 		}
 	}
-	s.execute(w, r, key, bodySum, func() (int, any, error) { return do(r, req) })
+	var cost engine.Cost
+	if c, ok := any(req).(costed); ok {
+		estimate, background, err := c.estimate(s.cfg.Bounds.SyncBudget)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if e := s.checkCost(estimate, background); e != nil {
+			writeError(w, r, e)
+			return
+		}
+		if !background {
+			cost = estimate
+		}
+	}
+	s.execute(w, r, key, bodySum, func() (int, any, error) {
+		if e := s.reserveWork(r, cost); e != nil {
+			return 0, nil, e
+		}
+		return do(r, req)
+	})
 }
 
 func sumOf(h hash.Hash) (sum [sha256.Size]byte) {

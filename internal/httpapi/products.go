@@ -59,6 +59,8 @@ func (s *Server) productRoutes() []productRoute {
 			scope := p.WriteScope()
 			if len(pattern) > 4 && pattern[:4] == "GET " {
 				scope = p.ReadScope()
+			} else {
+				h = s.admit(p, h) // work: bounded per account and by the memory budget
 			}
 			out = append(out, productRoute{pattern: pattern, scope: scope, handler: h})
 		}

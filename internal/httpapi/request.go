@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"riskapi/internal/admission"
 	"riskapi/internal/auth"
 )
 
@@ -21,6 +22,9 @@ type requestInfo struct {
 	recorder *statusRecorder
 	// replayed is set when the response is an idempotent replay: it is not billed again.
 	replayed bool
+	// memory is what a product request holds against the process's memory budget (admit.go);
+	// nil for other requests.
+	memory *admission.Reservation
 }
 
 type requestInfoKey struct{}

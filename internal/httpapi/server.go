@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"riskapi/internal/admission"
 	"riskapi/internal/auth"
 	"riskapi/internal/delivery"
 	"riskapi/internal/ident"
@@ -96,10 +97,37 @@ type Config struct {
 	// so it starts at once rather than at its next poll (simulation.Runner.Wake). Nil means
 	// no runner runs in this process; another process's runner picks the simulation up.
 	WakeSimulations func()
+	// Bounds is how much of the process one request, and one account, may take.
+	Bounds Bounds
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed
 	// when finding a client's IP (for the failed-authentication limit). Empty: trust none.
 	TrustedProxies []netip.Prefix
 }
+
+// Bounds are the limits of platform contract §11 (bounded work); zero values take the
+// defaults.
+type Bounds struct {
+	// SyncBudget is the most work, in estimated CPU time of one core, that a request may do
+	// while the client waits; above it Cascade runs in the background and the other products
+	// refuse with 400 WORK_LIMIT_EXCEEDED. Default engine.DefaultSyncBudget (5 s).
+	SyncBudget time.Duration
+	// BackgroundBudget is the most work one background simulation may do; above it the
+	// request is refused with WORK_LIMIT_EXCEEDED. Default DefaultBackgroundBudget.
+	BackgroundBudget time.Duration
+	// PerAccount is how many product requests of one account run at once in this process;
+	// beyond it 429 RATE_LIMITED with Retry-After: 1. Default admission.DefaultPerAccount (4).
+	PerAccount int
+	// MemoryLimit is the process-wide budget, in bytes, that product requests are admitted
+	// against by their estimated peak. Default admission.DefaultMemoryLimit() (half of the
+	// machine's or cgroup's memory), or 1 GiB when that cannot be read.
+	MemoryLimit int64
+	// MemoryWait is how long a request waits for memory before 503. Default 10 s.
+	MemoryWait time.Duration
+}
+
+// DefaultBackgroundBudget bounds one background simulation: an hour of one core (12 minutes
+// on a 5-core share of the machine), far above the contract's 10-minute example job.
+const DefaultBackgroundBudget = time.Hour
 
 // WebhookConfig connects the API to webhook delivery.
 type WebhookConfig struct {
@@ -131,6 +159,9 @@ type Server struct {
 	limits ratepolicy.Policy
 	// patterns are the routes as mounted (routes.go), in order.
 	patterns []string
+	// accounts and memory admit product requests (admit.go).
+	accounts *admission.Accounts
+	memory   *admission.Memory
 }
 
 // NewServer builds the API over cfg's dependencies.
@@ -162,11 +193,13 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
+	cfg.Bounds = cfg.Bounds.withDefaults()
 	metrics, err := newHTTPMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics, limits: ratepolicy.Policy{UnlimitedCeiling: cfg.UnlimitedCeiling}}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics, limits: ratepolicy.Policy{UnlimitedCeiling: cfg.UnlimitedCeiling},
+		accounts: admission.NewAccounts(cfg.Bounds.PerAccount), memory: admission.NewMemory(cfg.Bounds.MemoryLimit, cfg.Bounds.MemoryWait)}
 	s.routes()
 	return s, nil
 }

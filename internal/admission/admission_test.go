@@ -1,0 +1,112 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestAccountsAllowLimitRequestsPerAccount(t *testing.T) {
+	a := NewAccounts(2)
+	l1, ok1 := a.Enter("acct_a")
+	_, ok2 := a.Enter("acct_a")
+	_, ok3 := a.Enter("acct_a")
+	if !ok1 || !ok2 || ok3 {
+		t.Fatalf("enters = %v %v %v, want true true false", ok1, ok2, ok3)
+	}
+	if _, ok := a.Enter("acct_b"); !ok {
+		t.Fatal("another account was refused")
+	}
+	l1()
+	l1() // a second call counts nothing
+	if _, ok := a.Enter("acct_a"); !ok {
+		t.Fatal("a freed slot was not given again")
+	}
+	if _, ok := a.Enter("acct_a"); ok {
+		t.Fatal("a double leave freed two slots")
+	}
+	if NewAccounts(0).Limit() != DefaultPerAccount {
+		t.Fatal("zero limit is not the default")
+	}
+}
+
+func TestMemoryNeverExceedsTheBudget(t *testing.T) {
+	const limit = 100
+	m := NewMemory(limit, 5*time.Second)
+	var held, peak atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := m.Reserve(context.Background(), int64(10+i%5*10))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			now := held.Add(r.Bytes())
+			for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
+			}
+			time.Sleep(time.Millisecond)
+			held.Add(-r.Bytes())
+			r.Release()
+		}()
+	}
+	wg.Wait()
+	if peak.Load() > limit {
+		t.Fatalf("peak %d bytes held, budget %d", peak.Load(), limit)
+	}
+	if peak.Load() == 0 {
+		t.Fatal("nothing was ever held")
+	}
+}
+
+func TestMemoryWaitsThenRefuses(t *testing.T) {
+	m := NewMemory(100, 50*time.Millisecond)
+	big, err := m.Reserve(context.Background(), 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := m.Reserve(context.Background(), 30); !errors.Is(err, ErrMemoryBusy) {
+		t.Fatalf("over budget: %v, want ErrMemoryBusy", err)
+	}
+	if waited := time.Since(start); waited < 40*time.Millisecond {
+		t.Fatalf("refused after %v, before the wait ran out", waited)
+	}
+	if _, err := m.Reserve(context.Background(), 101); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("larger than the budget: %v, want ErrTooLarge", err)
+	}
+	go func() { time.Sleep(10 * time.Millisecond); big.Release() }()
+	r, err := m.Reserve(context.Background(), 30)
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	if err := r.Grow(context.Background(), 71); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("growing past the budget: %v, want ErrTooLarge", err)
+	}
+	if err := r.Grow(context.Background(), 70); err != nil || r.Bytes() != 100 {
+		t.Fatalf("grow to the budget: %v, %d bytes", err, r.Bytes())
+	}
+	r.Release()
+	r.Release()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Reserve(ctx, 100); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a caller already gone: %v, want its context's error", err)
+	}
+}
+
+func TestDefaultMemoryLimitIsHalfOfWhatTheProcessMayUse(t *testing.T) {
+	got := DefaultMemoryLimit()
+	total := machineMemory()
+	if total == 0 {
+		t.Skip("no /proc/meminfo on this system")
+	}
+	if got <= 0 || got > total/2 {
+		t.Fatalf("default %d bytes, machine %d", got, total)
+	}
+}

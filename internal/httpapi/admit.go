@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"riskapi/engine"
+	"riskapi/internal/admission"
+	"riskapi/internal/product"
+)
+
+// Bounded work (platform contract §11). A product's write endpoints pass through admit
+// before the body is read:
+//
+//	one of the account's PerAccount slots (else 429, Retry-After: 1)
+//	→ memory for the body as it is read and decoded (BodyMemory; waits up to 10 s, else 503)
+//	→ decode and validate → the engine's cost estimate, against the sync budget (else 400
+//	  WORK_LIMIT_EXCEEDED, or Cascade's background form) and the memory budget
+//	→ memory for the work's peak (waits, else 503) → the work.
+//
+// Slot and memory are held until the response is written, and given back however the
+// request ends.
+
+func (b Bounds) withDefaults() Bounds {
+	if b.SyncBudget <= 0 {
+		b.SyncBudget = engine.DefaultSyncBudget
+	}
+	if b.BackgroundBudget <= 0 {
+		b.BackgroundBudget = DefaultBackgroundBudget
+	}
+	if b.PerAccount <= 0 {
+		b.PerAccount = admission.DefaultPerAccount
+	}
+	if b.MemoryLimit <= 0 {
+		b.MemoryLimit = admission.DefaultMemoryLimit()
+		if b.MemoryLimit <= 0 {
+			b.MemoryLimit = 1 << 30
+		}
+	}
+	if b.MemoryWait <= 0 {
+		b.MemoryWait = admission.DefaultMemoryWait
+	}
+	return b
+}
+
+// memoryRetryAfter is the Retry-After of a 503 for memory: the budget stayed full for the
+// whole wait, so the requests holding it are long ones.
+const memoryRetryAfter = 10
+
+// admit wraps a write endpoint of product p: it takes one of the account's slots and
+// reserves memory for the body before next reads it.
+func (s *Server) admit(p product.Product, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestInfoFrom(r.Context())
+		account := principalFrom(r.Context()).Account.ID
+		leave, ok := s.accounts.Enter(account)
+		if !ok {
+			e := newError(CodeRateLimited, "This account already runs %d product requests at once, the most allowed. Retry after the time in the Retry-After header.",
+				s.accounts.Limit())
+			e.Details["limit"] = s.accounts.Limit()
+			e.Details["policy"] = "concurrent requests per account"
+			e.retryAfter = 1
+			writeError(w, r, e)
+			return
+		}
+		defer leave()
+		declared := r.ContentLength
+		if declared < 0 || declared > s.cfg.MaxBodyBytes {
+			declared = s.cfg.MaxBodyBytes // unknown length: the most it may be
+		}
+		need := min(p.BodyMemory(declared), s.memory.Limit())
+		res, err := s.memory.Reserve(r.Context(), need)
+		if err != nil {
+			writeError(w, r, s.memoryError(r.Context(), err, engine.Cost{Memory: need, Field: "body"}))
+			return
+		}
+		defer res.Release()
+		info.memory = res
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkCost holds a validated request's estimated cost against the budgets before any of its
+// work starts, so a refusal is a 400 that is never stored under an Idempotency-Key:
+// WORK_LIMIT_EXCEEDED when the work needs more CPU than budget, or more memory than the
+// whole process budget (it could never be admitted). background is the budget of work that
+// runs in the background (Cascade); the synchronous budget otherwise.
+func (s *Server) checkCost(cost engine.Cost, background bool) *Error {
+	budget := s.cfg.Bounds.SyncBudget
+	if background {
+		budget = s.cfg.Bounds.BackgroundBudget
+	}
+	if e := cost.Within(budget); e != nil {
+		return asValidation(e)
+	}
+	if cost.Memory > s.memory.Limit() {
+		return s.memoryError(context.Background(), admission.ErrTooLarge, cost)
+	}
+	return nil
+}
+
+// reserveWork adds the work's estimated peak to the request's reservation, waiting for
+// memory as admit does. Requests outside admit (none in production) reserve nothing.
+func (s *Server) reserveWork(r *http.Request, cost engine.Cost) *Error {
+	res := requestInfoFrom(r.Context()).memory
+	if res == nil || cost.Memory <= 0 {
+		return nil
+	}
+	if err := res.Grow(r.Context(), cost.Memory); err != nil {
+		return s.memoryError(r.Context(), err, cost)
+	}
+	return nil
+}
+
+// memoryError maps what the memory budget answered: a reservation that could never fit is
+// the request's fault (400 WORK_LIMIT_EXCEEDED); a budget that stayed full for the whole
+// wait is the service's (503 with Retry-After); a client gone is the context's error.
+func (s *Server) memoryError(ctx context.Context, err error, cost engine.Cost) *Error {
+	switch {
+	case errors.Is(err, admission.ErrTooLarge):
+		e := invalidField(cost.Field, fmt.Sprintf("work of at most %d bytes of memory", s.memory.Limit()),
+			fmt.Sprintf("work of an estimated %d bytes of memory", cost.Memory),
+			"This request would hold an estimated %d bytes of memory, more than this service admits for all requests together (%d bytes); %s drives it: send less per request.",
+			cost.Memory, s.memory.Limit(), cost.Field)
+		e.Code = engine.CodeWorkLimitExceeded
+		return e
+	case errors.Is(err, admission.ErrMemoryBusy):
+		e := newError(CodeServiceUnavailable, "The service is busy with other large requests and had no memory for this one within %s. Retry after the time in the Retry-After header.",
+			s.cfg.Bounds.MemoryWait)
+		e.retryAfter = memoryRetryAfter
+		return e
+	}
+	return apiError(ctx, err)
+}

@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"riskapi/internal/product"
+	"riskapi/internal/store"
+)
+
+// padded is body with trailing spaces up to length bytes.
+func padded(body string, length int) string {
+	return body + strings.Repeat(" ", max(length-len(body), 0))
+}
+
+// heldRequest is a quality check whose body arrives slowly: it holds its slot and its memory
+// until finish sends the rest.
+type heldRequest struct {
+	body   *io.PipeWriter
+	answer chan response
+}
+
+func (b *bundle) holdQualityCheck(key string, length int64) *heldRequest {
+	b.t.Helper()
+	pr, pw := io.Pipe()
+	h := &heldRequest{body: pw, answer: make(chan response, 1)}
+	req, err := http.NewRequest(http.MethodPost, b.http.URL+"/v1/meridian/quality-check", pr)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = length
+	go func() {
+		res, err := b.http.Client().Do(req)
+		if err != nil {
+			h.answer <- response{status: -1, raw: []byte(err.Error())}
+			return
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		h.answer <- response{status: res.StatusCode, header: res.Header, raw: raw}
+	}()
+	if _, err := pw.Write([]byte(`{"source_id": "held", `)); err != nil {
+		b.t.Fatal(err)
+	}
+	return h
+}
+
+// finish sends the rest of a held body (padded to its declared length) and returns the answer.
+func (h *heldRequest) finish(t *testing.T, declared int64) response {
+	t.Helper()
+	rest := `"data": {"records": [{"a": 1}]}}`
+	pad := int(declared) - len(`{"source_id": "held", `) - len(rest)
+	if _, err := h.body.Write([]byte(strings.Repeat(" ", max(pad, 0)) + rest)); err != nil {
+		t.Fatal(err)
+	}
+	h.body.Close()
+	return <-h.answer
+}
+
+func TestAccountRunsAtMostPerAccountRequestsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Bounds.PerAccount = 2 }, nil)
+	const length = 200
+	held := []*heldRequest{b.holdQualityCheck(b.testKey, length), b.holdQualityCheck(b.testKey, length)}
+	// The held requests take their slots once authenticated; wait until the third is refused.
+	var r response
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		r = b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, `{"source_id": "s", "data": {"records": [{"a": 1}]}}`)
+		if r.status == http.StatusTooManyRequests || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.wantError(t, http.StatusTooManyRequests, "rate_limit_error", "RATE_LIMITED")
+	if r.header.Get("Retry-After") != "1" || r.field("error.details.limit") != 2.0 {
+		t.Fatalf("refusal without Retry-After: 1 or the limit: %v %s", r.header, r.raw)
+	}
+	// Another account is not held back by the first one's requests.
+	_, other := b.newAccount(store.PlanStarter, nil)
+	b.send(http.MethodPost, "/v1/meridian/quality-check", other, `{"source_id": "s", "data": {"records": [{"a": 1}]}}`).wantSuccess(t)
+	// Reads are not product work: they are never refused for it.
+	if g := b.get("/v1/meridian/quality-checks", b.testKey); g.status != http.StatusOK {
+		t.Fatalf("a list while the account is busy: %d %s", g.status, g.raw)
+	}
+	for _, h := range held {
+		if res := h.finish(t, length); res.status != http.StatusOK {
+			t.Fatalf("held request: %d %s", res.status, res.raw)
+		}
+	}
+	b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, `{"source_id": "s", "data": {"records": [{"a": 1}]}}`).wantSuccess(t)
+}
+
+func TestRequestsWaitForMemoryThenGet503(t *testing.T) {
+	t.Parallel()
+	const length = 1000
+	b := setup(t, func(c *Config) {
+		// Room for one body of that length, not two.
+		c.Bounds.MemoryLimit, c.Bounds.MemoryWait = product.Meridian.BodyMemory(length)*3/2, 300*time.Millisecond
+	}, nil)
+	_, other := b.newAccount(store.PlanStarter, nil)
+	held := b.holdQualityCheck(b.testKey, length)
+	time.Sleep(100 * time.Millisecond) // let it reserve its memory
+	start := time.Now()
+	r := b.send(http.MethodPost, "/v1/meridian/quality-check", other, padded(`{"source_id": "s", "data": {"records": [{"a": 1}]}}`, length))
+	waited := time.Since(start)
+	r.wantError(t, http.StatusServiceUnavailable, "service_unavailable_error", "SERVICE_UNAVAILABLE")
+	if r.header.Get("Retry-After") == "" || waited < 250*time.Millisecond {
+		t.Fatalf("503 after %v with Retry-After %q: %s", waited, r.header.Get("Retry-After"), r.raw)
+	}
+	// Once the memory is given back, a request that waits gets it.
+	done := make(chan response, 1)
+	go func() {
+		done <- b.send(http.MethodPost, "/v1/meridian/quality-check", other, padded(`{"source_id": "s", "data": {"records": [{"a": 1}]}}`, length))
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if res := held.finish(t, length); res.status != http.StatusOK {
+		t.Fatalf("held request: %d %s", res.status, res.raw)
+	}
+	(<-done).wantSuccess(t)
+}
