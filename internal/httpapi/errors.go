@@ -85,8 +85,8 @@ func newError(code, format string, args ...any) *Error {
 //   - an *Error is sent as it is;
 //   - an engine's *engine.InputError is a validation error (400) carrying its code, field,
 //     expected and received;
-//   - the request's context ending first (the client went away, or the server is stopping)
-//     is 503: nothing was stored, and an Idempotency-Key is released so that a retry runs
+//   - any error once the request's context has ended (the client went away, or the server is
+//     stopping) is 503: nothing was stored, and an Idempotency-Key is released so that a retry runs
 //     the work again;
 //   - anything else is logged with the request id and answered with the opaque 500.
 func apiError(ctx context.Context, err error) *Error {
@@ -103,7 +103,10 @@ func apiError(ctx context.Context, err error) *Error {
 		return &Error{Code: code, Message: invalid.Message,
 			Details: map[string]any{"field": invalid.Field, "expected": invalid.Expected, "received": invalid.Received}}
 	}
-	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+	if ctx.Err() != nil {
+		// Whatever failed once the request's context ended failed because of it: the store
+		// drivers report an interrupted query in their own words (SQLite's "interrupted"),
+		// not as context.Canceled, and that is no fault of the service's to log as a 500.
 		return newError(CodeServiceUnavailable, "The request was cancelled before it finished. Retry.")
 	}
 	return fmtInternal(ctx, "handler", err)
