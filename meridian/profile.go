@@ -94,12 +94,15 @@ func (d *Dataset) profileColumn(c *column) ColumnProfile {
 // otherType names the type of a column none of the five types fits: "object" or "array"
 // when every value is one, else "mixed".
 func (d *Dataset) otherType(c *column) string {
+	if d.format != formatJSON {
+		return "mixed" // CSV keys are the text itself, untagged: "o" is a value, not a tag
+	}
 	var kinds [256]bool
 	n := 0
 	for id := 1; id < len(c.dict.count); id++ {
 		k := c.dict.key(uint32(id))
 		b := byte(0)
-		if k[0] == tagOther {
+		if k[0] == tagOther && len(k) > 1 {
 			b = k[1]
 		}
 		if !kinds[b] {
