@@ -322,6 +322,7 @@ func TestCommandLineMistakes(t *testing.T) {
 		{"keys", "create", "--account", "acct_x", "--type", "test", "--expires-in", "soon"},
 		{"keys", "revoke"},
 		{"serve", "--region", "mars"},
+		{"serve", "--simulation-workers", "0"},
 	} {
 		err := run(context.Background(), append([]string{"riskapi"}, args...), e.get, io.Discard, io.Discard)
 		if !errors.As(err, &usage) {

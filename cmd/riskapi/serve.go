@@ -132,6 +132,8 @@ type serveConfig struct {
 	webhookTimeout       time.Duration
 	ceiling              int64
 	proxies              []netip.Prefix
+	// simulationWorkers is how many background simulations this process runs at once.
+	simulationWorkers int
 	// dashboardSignUp lets visitors create accounts in the dashboard (off: invite-only).
 	dashboardSignUp bool
 	bounds          httpapi.Bounds
@@ -167,6 +169,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"comma-separated delays between delivery attempts, e.g. 1s,1s,1s (env RISKAPI_WEBHOOK_RETRY_SCHEDULE; default 5s,5m,30m,2h,5h,10h,14h,20h,24h with ±10% jitter)")
 	webhookTimeout := fs.String("webhook-timeout", envOr(getenv, "RISKAPI_WEBHOOK_TIMEOUT", "10s"),
 		"how long a receiver has to answer a delivery (env RISKAPI_WEBHOOK_TIMEOUT)")
+	workers := fs.String("simulation-workers", envOr(getenv, "RISKAPI_SIMULATION_WORKERS", strconv.Itoa(simulation.DefaultConcurrency)),
+		"background Cascade simulations this process runs at once, each of a different account (env RISKAPI_SIMULATION_WORKERS)")
 	proxies := fs.String("trusted-proxies", getenv("RISKAPI_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (env RISKAPI_TRUSTED_PROXIES)")
 	signUp := true
@@ -185,6 +189,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	var err error
 	if c.ceiling, err = strconv.ParseInt(ceiling, 10, 64); err != nil || c.ceiling < 1 {
 		return c, usagef("unlimited ceiling %q: want a positive integer", ceiling)
+	}
+	if c.simulationWorkers, err = strconv.Atoi(*workers); err != nil || c.simulationWorkers < 1 {
+		return c, usagef("simulation workers %q: want a positive integer", *workers)
 	}
 	for _, cidr := range strings.FieldsFunc(*proxies, func(r rune) bool { return r == ',' || r == ' ' }) {
 		prefix, err := netip.ParsePrefix(cidr)
@@ -303,10 +310,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	// Background Cascade simulations: resumed from the store after a restart or a crash.
 	simulations, err := simulation.NewRunner(simulation.RunnerConfig{
-		Store:  st,
-		Logger: logger,
-		Owner:  dispatcherOwner(),
-		Notify: dispatcher.Notify,
+		Store:       st,
+		Logger:      logger,
+		Owner:       dispatcherOwner(),
+		Concurrency: cfg.simulationWorkers,
+		Notify:      dispatcher.Notify,
 	})
 	if err != nil {
 		return err

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -19,13 +22,27 @@ func init() {
 	registerProduct(product.Cascade, productAPI{
 		routes: func(s *Server) map[string]http.Handler {
 			return map[string]http.Handler{
-				product.Cascade.Analyze:            s.handleSimulate(),
-				"GET /v1/cascade/simulations":      s.handleListSimulations(),
-				"GET /v1/cascade/simulations/{id}": s.handleGetSimulation(),
+				product.Cascade.Analyze:                    s.handleSimulate(),
+				"GET /v1/cascade/simulations":              s.handleListSimulations(),
+				"GET /v1/cascade/simulations/{id}":         s.handleGetSimulation(),
+				"POST /v1/cascade/simulations/{id}/cancel": s.handleCancelSimulation(),
 			}
 		},
 	})
 }
+
+// Background simulations are shared fairly between tenants (docs/methods/cascade.md,
+// "Background work"): an account has at most maxBackgroundSimulations queued or running per
+// mode; beyond that POST /v1/cascade/simulate answers 429 with Retry-After
+// backgroundRetryAfter. The runner serves one simulation per account at a time, so the
+// account's next one starts once one of its own finishes; 5 s is the order of the shortest
+// background run (work above the synchronous budget of 5 s of one core goes to the
+// background), and a client that waits that long between tries spends at most 720 of its
+// hourly requests on an hour of waiting.
+const (
+	maxBackgroundSimulations = 5
+	backgroundRetryAfter     = 5 * time.Second
+)
 
 // simulateRequest is the body of POST /v1/cascade/simulate: the engine's input as it is.
 type simulateRequest struct {
@@ -50,6 +67,43 @@ func (req *simulateRequest) validate() *Error {
 	return nil
 }
 
+// background reports whether the simulation runs in the background: asked for, or too large
+// to answer in the request.
+func (req *simulateRequest) background() bool {
+	return req.Async || req.work > cascade.AsyncWorkThreshold
+}
+
+// validateIn refuses a background simulation while the account already has the most it may
+// have queued or running in this mode: 429, before the Idempotency-Key is taken, so that a
+// retry with the same key runs once the account has room (a 429 is never stored). The
+// store's atomic check when queueing catches concurrent requests that pass this one together.
+func (req *simulateRequest) validateIn(ctx context.Context, s *Server) *Error {
+	if !req.background() {
+		return nil
+	}
+	p := principalFrom(ctx)
+	n, err := s.cfg.Store.UnfinishedSimulations(ctx, p.Account.ID, p.Key.Mode)
+	if err != nil {
+		return fmtInternal(ctx, "count unfinished simulations", err)
+	}
+	if n < maxBackgroundSimulations {
+		return nil
+	}
+	setRetryAfter(ctx, backgroundRetryAfter)
+	e := newError(CodeRateLimited, "This account already has %d background simulations queued or running in %s mode, the most it may have at once. Retry after the time in the Retry-After header, or cancel one (POST /v1/cascade/simulations/{id}/cancel).",
+		n, p.Key.Mode)
+	e.Details["limit"] = maxBackgroundSimulations
+	e.Details["policy"] = "cascade-background"
+	return e
+}
+
+// setRetryAfter sets the response's Retry-After header to d in whole seconds.
+func setRetryAfter(ctx context.Context, d time.Duration) {
+	if rec := requestInfoFrom(ctx).recorder; rec != nil {
+		rec.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)))
+	}
+}
+
 // handleSimulate is POST /v1/cascade/simulate: small work runs in the request and answers 200
 // with the completed simulation; async requests and work above the contract's threshold are
 // stored queued, answered 202, and run by the background runner (internal/simulation).
@@ -61,10 +115,16 @@ func (s *Server) handleSimulate() http.Handler {
 		p := principalFrom(r.Context())
 		now := s.now()
 		sim := store.Simulation{ID: ident.New(product.Cascade.Results.IDPrefix), AccountID: p.Account.ID, Mode: p.Key.Mode, CreatedAt: now, UpdatedAt: now}
-		if in.Async || req.work > cascade.AsyncWorkThreshold {
+		if req.background() {
 			queued, err := simulation.Queued(sim, in)
 			if err == nil {
-				err = s.cfg.Store.CreateSimulation(r.Context(), queued, nil)
+				err = s.cfg.Store.QueueSimulation(r.Context(), queued, maxBackgroundSimulations)
+			}
+			if errors.Is(err, store.ErrLimitReached) {
+				// Only requests that passed validateIn together get here; 503 rather than 429
+				// releases the Idempotency-Key, so the retry runs again.
+				setRetryAfter(r.Context(), backgroundRetryAfter)
+				return 0, nil, newError(CodeServiceUnavailable, "Other background simulations of this account were accepted at the same moment, which reached the limit of %d queued or running at once. Retry after the time in the Retry-After header.", maxBackgroundSimulations)
 			}
 			if err != nil {
 				return 0, nil, err
@@ -117,16 +177,65 @@ func (s *Server) handleListSimulations() http.Handler {
 // handleGetSimulation is GET /v1/cascade/simulations/{id}.
 func (s *Server) handleGetSimulation() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		sim, err := s.cfg.Store.Simulation(r.Context(), p.Account.ID, p.Key.Mode, r.PathValue("id"))
-		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, r, newError(CodeNotFound, "No %s %s.", product.Cascade.Results.Noun, r.PathValue("id")))
-			return
-		}
+		sim, err := s.simulationFromPath(r)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		writeData(w, r, http.StatusOK, jsontext.Value(sim.Payload))
 	})
+}
+
+// simulationFromPath reads the caller's simulation named by the path's {id}: 404 when the
+// account has none of that id in the key's mode.
+func (s *Server) simulationFromPath(r *http.Request) (store.Simulation, error) {
+	p := principalFrom(r.Context())
+	sim, err := s.cfg.Store.Simulation(r.Context(), p.Account.ID, p.Key.Mode, r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		return sim, newError(CodeNotFound, "No %s %s.", product.Cascade.Results.Noun, r.PathValue("id"))
+	}
+	return sim, err
+}
+
+// handleCancelSimulation is POST /v1/cascade/simulations/{id}/cancel: a queued simulation
+// never runs, a running one stops (the runner is woken so that, when it runs in this process,
+// the engine stops within about 100 ms; a runner in another process notices within its check
+// interval), and no cascade.simulation_completed is sent. 200 with the canceled simulation;
+// 400 INVALID_STATUS when it has already finished.
+func (s *Server) handleCancelSimulation() http.Handler {
+	return handleJSON(s, func(r *http.Request, _ *emptyRequest) (int, any, error) {
+		sim, err := s.simulationFromPath(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		if finished(sim.Status) {
+			return 0, nil, errFinished(sim)
+		}
+		payload, err := simulation.Canceled(sim.Payload, s.now())
+		if err != nil {
+			return 0, nil, err
+		}
+		sim, err = s.cfg.Store.CancelSimulation(r.Context(), sim.AccountID, sim.Mode, sim.ID, payload, s.now())
+		if errors.Is(err, store.ErrSimulationFinished) {
+			return 0, nil, errFinished(sim) // it finished while this request ran
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		s.cfg.WakeSimulations()
+		return http.StatusOK, jsontext.Value(sim.Payload), nil
+	})
+}
+
+// finished reports whether a simulation of that status has ended.
+func finished(status string) bool {
+	return status != store.SimulationQueued && status != store.SimulationRunning
+}
+
+// errFinished is the answer to canceling a simulation that has ended: a validation error of
+// the simulation's status, whose value the message names (details.received is its JSON type,
+// as in every validation error).
+func errFinished(sim store.Simulation) *Error {
+	return invalidField("status", "string (queued or running)", "string",
+		"Simulation %s is already %s; only a queued or running simulation can be canceled.", sim.ID, sim.Status)
 }

@@ -47,8 +47,11 @@ type Store interface {
 	CountDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string) (int64, error)
 	DriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, from, to *time.Time, limit int) ([]store.DriftEvent, error)
 	CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event) error
+	QueueSimulation(ctx context.Context, sim store.Simulation, max int) error
+	UnfinishedSimulations(ctx context.Context, accountID string, mode store.Mode) (int, error)
 	Simulation(ctx context.Context, accountID string, mode store.Mode, id string) (store.Simulation, error)
 	ListSimulations(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.Simulation], error)
+	CancelSimulation(ctx context.Context, accountID string, mode store.Mode, id string, payload []byte, now time.Time) (store.Simulation, error)
 
 	// Events, webhook endpoints and their deliveries.
 	Event(ctx context.Context, accountID string, mode store.Mode, id string) (store.Event, error)
@@ -93,9 +96,10 @@ type Config struct {
 	UnlimitedCeiling int64
 	// Webhooks is how endpoints' URLs are checked and how the dispatcher is woken.
 	Webhooks WebhookConfig
-	// WakeSimulations wakes the background simulation runner after a simulation was queued,
-	// so it starts at once rather than at its next poll (simulation.Runner.Wake). Nil means
-	// no runner runs in this process; another process's runner picks the simulation up.
+	// WakeSimulations wakes the background simulation runner after a simulation was queued
+	// or canceled, so it starts or stops at once rather than at its next poll
+	// (simulation.Runner.Wake). Nil means no runner runs in this process; another process's
+	// runner picks the simulation up, or notices the cancel.
 	WakeSimulations func()
 	// Bounds is how much of the process one request, and one account, may take.
 	Bounds Bounds

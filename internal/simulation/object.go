@@ -13,8 +13,9 @@ import (
 )
 
 // Object is a Cascade simulation as GET returns it. Until it completes the result members
-// are null; a failed one says why in failure_reason. Nodes is omitted (not null) only in
-// the event's copy, which the contract keeps small.
+// are null; a failed one says why in failure_reason; completed_at is when it finished
+// (completed, failed or canceled). Nodes is omitted (not null) only in the event's copy,
+// which the contract keeps small.
 type Object struct {
 	resource.Header      `json:",inline"`
 	Status               string                    `json:"status"`
@@ -65,6 +66,20 @@ func (o *Object) Complete(res cascade.Result, at time.Time) {
 func (o *Object) Fail(reason string, at time.Time) {
 	done := resource.FormatTime(at)
 	o.Status, o.CompletedAt, o.FailureReason = store.SimulationFailed, &done, &reason
+}
+
+// Canceled returns payload, a stored unfinished simulation's object, canceled at at: status
+// canceled, completed_at the time it was canceled, the progress it had reached, and the
+// result members still null.
+func Canceled(payload []byte, at time.Time) ([]byte, error) {
+	var o Object
+	if err := json.Unmarshal(payload, &o); err != nil {
+		return nil, err
+	}
+	done := resource.FormatTime(at)
+	o.Status, o.CompletedAt, o.Nodes = store.SimulationCanceled, &done, jsontext.Value("null")
+	object, _, err := o.Encode()
+	return object, err
 }
 
 // Encode renders the object for GET and, without the per-node array, for the event.

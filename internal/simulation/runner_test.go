@@ -2,11 +2,13 @@ package simulation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"riskapi/cascade"
+	"riskapi/internal/simulation/simulationtest"
 	"riskapi/internal/store"
 )
 
@@ -77,4 +79,111 @@ func TestShutdownHandsSimulationBack(t *testing.T) {
 	}
 	b.runner("runner-b")
 	b.await(id, "completed")
+}
+
+// large is a simulation of 10,000 banks in a chain with 100,000 runs of one random failure,
+// each following the chain to its end: about 12 s on two cores, far longer than any bound
+// below, so it is still running when they are checked. small is one of about 10 ms (13 ms
+// best of 7 alone on two cores), most of it the blast-radius sweep of the 300 banks.
+func large() cascade.Input {
+	one := 1
+	return chain(10000, 100000, 9, cascade.ScenarioSpec{Type: "random_node", Count: &one})
+}
+
+func small() cascade.Input { return chain(300, 1000, 1) }
+
+// A small simulation of one account starts beside another account's long one instead of
+// behind it: it completes within 5 s (the contract's bound on two cores) while the long one
+// still runs (measured: 84–412 ms on two cores). Before runs were shared between accounts it
+// waited for the whole long run (11.9 s).
+func TestSmallSimulationDoesNotWaitBehindAnotherAccountsLargeOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	big := b.queue(large())
+	r, _ := b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-1"})
+	b.await(big, "running")
+	start := time.Now()
+	quick := b.queueFor(b.newAccount(), small())
+	r.Wake() // as the API does when it queues a simulation
+	b.store.WaitFor(t, 5*time.Second, "the other account's small simulation completed", func() bool {
+		return b.simulation(quick).object["status"] == "completed"
+	})
+	t.Logf("small simulation completed %v after it was queued, beside the large one", time.Since(start))
+	if s := b.simulation(big); s.object["status"] != "running" {
+		t.Fatalf("the large simulation is %v, not running: too short to show that the small one did not wait for it", s.object["status"])
+	}
+}
+
+// A canceled simulation stops and sends no cascade.simulation_completed: a queued one is never
+// run; a running one's engine stops at once when the runner is woken (the cancel was taken in
+// its process) and within checkEvery when it is not (taken in another process). The runner has
+// one slot, so the next simulation can start only once the canceled one's engine has returned.
+// (Measured on two cores: 15–80 ms woken, 40–335 ms not; the engine's own bound of 100 ms is
+// checked in package cascade. The 3 s bound leaves room for the race detector.)
+func TestCanceledSimulationsStop(t *testing.T) {
+	t.Parallel()
+	for _, woken := range []bool{true, false} {
+		t.Run(fmt.Sprintf("woken=%v", woken), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			big := b.queue(large())
+			r, _ := b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-1", Concurrency: 1})
+			b.await(big, "running")
+			other := b.newAccount()
+			never := b.queueFor(other, small())
+			b.cancel(never)
+			next := b.queueFor(other, chain(3, 10, 1)) // well under a millisecond
+
+			start := time.Now()
+			b.cancel(big)
+			if woken {
+				r.Wake()
+			}
+			b.store.WaitFor(t, 3*time.Second, "the next simulation completed in the canceled one's slot", func() bool {
+				return b.simulation(next).object["status"] == "completed"
+			})
+			t.Logf("woken=%v: the slot was free and the next simulation completed %v after the cancel", woken, time.Since(start))
+			for _, id := range []string{big, never} {
+				if s := b.simulation(id); s.Status != store.SimulationCanceled || s.object["status"] != "canceled" || s.object["score"] != nil {
+					t.Fatalf("%s: %s %s", id, s.Status, s.Payload)
+				}
+			}
+			if s := b.simulation(never); s.Attempts != 0 {
+				t.Fatalf("the simulation canceled while queued ran %d times", s.Attempts)
+			}
+			if n, m := b.completionEvents(), b.completionEventsOf(other); n != 0 || m != 1 {
+				t.Fatalf("%d events for the canceled large simulation, %d for the other account's; want 0 and 1 (the completed one)", n, m)
+			}
+		})
+	}
+}
+
+// Two runners, each over its own store on one database (two processes), share the queue:
+// every simulation runs exactly once (one attempt, one event), whichever runner takes it. On
+// SQLite, and on PostgreSQL when RISKAPI_TEST_POSTGRES_URL is set.
+func TestTwoRunnersNeverRunASimulationTwice(t *testing.T) {
+	t.Parallel()
+	for name, setup := range map[string]func(*testing.T) *bundle{"sqlite": setup, "postgres": setupPostgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			var ids []string
+			accounts := []string{b.account, b.newAccount(), b.newAccount(), b.newAccount()}
+			for i := range 12 {
+				ids = append(ids, b.queueFor(accounts[i%len(accounts)], chain(30, 300, int64(i))))
+			}
+			b.startRunner(RunnerConfig{Store: b.store, Owner: "process-1", Concurrency: 3})
+			b.startRunner(RunnerConfig{Store: &simulationtest.Watch{Store: b.open()}, Owner: "process-2", Concurrency: 3})
+			for _, id := range ids {
+				if s := b.await(id, "completed"); s.Attempts != 1 {
+					t.Fatalf("%s ran %d times", id, s.Attempts)
+				}
+			}
+			for _, acct := range accounts {
+				if n := b.completionEventsOf(acct); n != 3 {
+					t.Fatalf("%s: %d events, want 3 (one per simulation)", acct, n)
+				}
+			}
+		})
+	}
 }

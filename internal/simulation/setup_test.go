@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"riskapi/internal/product"
 	"riskapi/internal/simulation/simulationtest"
 	"riskapi/internal/store"
+	"riskapi/internal/store/postgres"
+	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/sqlite"
 	"riskapi/internal/testclock"
 	"riskapi/internal/testlog"
@@ -21,29 +24,64 @@ import (
 
 // bundle is one test's account in a real SQLite store, with a clock that leases follow.
 type bundle struct {
-	t       *testing.T
+	t *testing.T
+	// open opens another store on the bundle's database: it stands for another process.
+	open    func() store.Store
 	store   *simulationtest.Watch // the store, watched: tests wait for the runner's steps
 	clock   *testclock.Clock
 	logger  *slog.Logger
 	account string
+	mu      sync.Mutex
+	owners  map[string]string // the account of each simulation queued
 }
 
+// setup is a bundle on a SQLite store of its own.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := &bundle{t: t, store: &simulationtest.Watch{Store: st}, clock: testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC)),
-		logger: slog.New(slog.NewJSONHandler(&testlog.Buffer{}, nil)), account: ident.New("acct")}
-	err = st.CreateAccount(ctx, store.Account{ID: b.account, Name: "Acme", Email: "risk@acme.test", Plan: store.PlanStarter,
+	dir := t.TempDir()
+	return setupOn(t, func() store.Store {
+		st, err := sqlite.Open(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
+// setupPostgres is a bundle on a PostgreSQL database of its own; it skips the test unless
+// RISKAPI_TEST_POSTGRES_URL is set.
+func setupPostgres(t *testing.T) *bundle {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	return setupOn(t, func() store.Store {
+		st, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
+func setupOn(t *testing.T, open func() store.Store) *bundle {
+	t.Helper()
+	b := &bundle{t: t, open: open, store: &simulationtest.Watch{Store: open()}, clock: testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC)),
+		logger: slog.New(slog.NewJSONHandler(&testlog.Buffer{}, nil)), owners: map[string]string{}}
+	b.account = b.newAccount()
+	return b
+}
+
+// newAccount stores another account and returns its id.
+func (b *bundle) newAccount() string {
+	b.t.Helper()
+	id := ident.New("acct")
+	err := b.store.CreateAccount(context.Background(), store.Account{ID: id, Name: "Acme", Email: "risk@acme.test", Plan: store.PlanStarter,
 		Region: store.RegionDefault, CreatedAt: b.clock.Now()})
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
-	return b
+	return id
 }
 
 // chain is a line of n banks where each is exposed to the previous one with more than its
@@ -61,12 +99,15 @@ func chain(n, simulations int, seed int64, scenarios ...cascade.ScenarioSpec) ca
 	return in
 }
 
-// queue stores a queued test-mode simulation of in, as POST /v1/cascade/simulate does with
-// an async request, and returns its id.
-func (b *bundle) queue(in cascade.Input) string {
+// queue stores a queued test-mode simulation of in for the bundle's account, as POST
+// /v1/cascade/simulate does with an async request, and returns its id.
+func (b *bundle) queue(in cascade.Input) string { return b.queueFor(b.account, in) }
+
+// queueFor is queue for another account.
+func (b *bundle) queueFor(account string, in cascade.Input) string {
 	b.t.Helper()
 	now := b.clock.Now().UTC().Truncate(time.Millisecond)
-	sim, err := Queued(store.Simulation{ID: ident.New(product.Cascade.Results.IDPrefix), AccountID: b.account, Mode: store.ModeTest,
+	sim, err := Queued(store.Simulation{ID: ident.New(product.Cascade.Results.IDPrefix), AccountID: account, Mode: store.ModeTest,
 		CreatedAt: now, UpdatedAt: now}, in)
 	if err == nil {
 		err = b.store.CreateSimulation(context.Background(), sim, nil)
@@ -74,17 +115,42 @@ func (b *bundle) queue(in cascade.Input) string {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	b.mu.Lock()
+	b.owners[sim.ID] = account
+	b.mu.Unlock()
 	return sim.ID
+}
+
+// cancel cancels a queued or running simulation, as POST /v1/cascade/simulations/{id}/cancel
+// does (without waking a runner).
+func (b *bundle) cancel(id string) {
+	b.t.Helper()
+	sim := b.simulation(id)
+	payload, err := Canceled(sim.Payload, b.clock.Now())
+	if err == nil {
+		_, err = b.store.CancelSimulation(context.Background(), sim.AccountID, sim.Mode, id, payload, b.clock.Now())
+	}
+	if err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 // runner starts a Runner named owner for the test and returns its stop function, which
 // waits for the runner to hand back what it holds.
 func (b *bundle) runner(owner string) func() {
-	r, err := NewRunner(RunnerConfig{Store: b.store, Logger: b.logger, Owner: owner, Now: b.clock.Now})
+	_, stop := b.startRunner(RunnerConfig{Store: b.store, Owner: owner})
+	return stop
+}
+
+// startRunner starts a Runner configured by cfg, with the bundle's logger and clock, and
+// returns it with its stop function.
+func (b *bundle) startRunner(cfg RunnerConfig) (*Runner, func()) {
+	cfg.Logger, cfg.Now = b.logger, b.clock.Now
+	r, err := NewRunner(cfg)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return simulationtest.Start(b.t, r.Run)
+	return r, simulationtest.Start(b.t, r.Run)
 }
 
 // stored is a simulation as the store holds it, with its object (as GET returns it) decoded.
@@ -95,7 +161,10 @@ type stored struct {
 
 func (b *bundle) simulation(id string) stored {
 	b.t.Helper()
-	sim, err := b.store.Simulation(context.Background(), b.account, store.ModeTest, id)
+	b.mu.Lock()
+	account := b.owners[id]
+	b.mu.Unlock()
+	sim, err := b.store.Simulation(context.Background(), account, store.ModeTest, id)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -118,10 +187,13 @@ func (b *bundle) await(id, status string) stored {
 	return s
 }
 
-// completionEvents counts the account's cascade.simulation_completed events.
-func (b *bundle) completionEvents() int64 {
+// completionEvents counts the cascade.simulation_completed events of the bundle's account.
+func (b *bundle) completionEvents() int64 { return b.completionEventsOf(b.account) }
+
+// completionEventsOf counts an account's cascade.simulation_completed events.
+func (b *bundle) completionEventsOf(account string) int64 {
 	b.t.Helper()
-	page, err := b.store.ListEvents(context.Background(), b.account, store.ModeTest, product.Cascade.Event, store.PageQuery{Limit: 1})
+	page, err := b.store.ListEvents(context.Background(), account, store.ModeTest, product.Cascade.Event, store.PageQuery{Limit: 1})
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -46,7 +47,6 @@ func testSimulationLifecycle(t *testing.T, s store.Store) {
 		t.Fatalf("other account: %v, want ErrNotFound", err)
 	}
 
-	// Other tests share the store (and claim from one queue): claim until this one comes up.
 	claimed := claimUntil(t, s, "runner-1", sim.ID, t0)
 	if claimed.Status != store.SimulationRunning || claimed.Attempts != 1 || string(claimed.Request) != string(sim.Request) {
 		t.Fatalf("claimed = %+v, want running, attempt 1, with its request", claimed)
@@ -174,51 +174,282 @@ func testListSimulations(t *testing.T, s store.Store) {
 	}
 }
 
-// testSimulationClaimConcurrent: concurrent claimers never take the same simulation.
+// testSimulationClaimConcurrent: concurrent claimers never take the same simulation, nor two
+// of one account.
 func testSimulationClaimConcurrent(t *testing.T, s store.Store) {
+	SimulationClaimRace(t, 4, s)
+}
+
+// SimulationClaimRace has claimers claim concurrently from 10 accounts with 3 queued
+// simulations each, and checks that every claim is of a different simulation and a different
+// account (one runs per account at a time), that all 10 accounts are served, and that once
+// those finish the next 10 are claimed the same way. stores are used round-robin, so passing
+// two stores opened on one database checks that processes, not only goroutines, are
+// serialised.
+func SimulationClaimRace(t *testing.T, claimers int, stores ...store.Store) {
+	t.Helper()
 	ctx := context.Background()
-	acct := ident.New("acct")
 	now := t0.Add(2 * 24 * 365 * time.Hour)
-	const n = 20
-	for i := range n {
-		if err := s.CreateSimulation(ctx, newSimulation(acct, store.SimulationQueued, now.Add(-time.Hour+time.Duration(i))), nil); err != nil {
+	const accounts, each = 10, 3
+	for i := range accounts {
+		acct := ident.New("acct")
+		for j := range each {
+			sim := newSimulation(acct, store.SimulationQueued, now.Add(-time.Hour+time.Duration(i*each+j)*time.Millisecond))
+			if err := stores[0].CreateSimulation(ctx, sim, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	taken := map[string]bool{}
+	for round := range each {
+		var (
+			mu      sync.Mutex
+			claimed []store.Simulation
+			wg      sync.WaitGroup
+		)
+		for c := range claimers {
+			wg.Go(func() {
+				s := stores[c%len(stores)]
+				for {
+					sim, err := s.ClaimSimulation(ctx, fmt.Sprintf("runner-%d", c), time.Hour, now)
+					if errors.Is(err, store.ErrNotFound) {
+						return
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					claimed = append(claimed, sim)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		running := map[string]bool{}
+		for _, sim := range claimed {
+			if taken[sim.ID] {
+				t.Errorf("round %d: %s claimed twice", round, sim.ID)
+			}
+			if running[sim.AccountID] {
+				t.Errorf("round %d: two simulations of %s claimed while one runs", round, sim.AccountID)
+			}
+			taken[sim.ID], running[sim.AccountID] = true, true
+		}
+		if len(claimed) != accounts {
+			t.Fatalf("round %d: %d claims, want one per account (%d)", round, len(claimed), accounts)
+		}
+		for _, sim := range claimed {
+			if err := stores[0].FinishSimulation(ctx, sim.ID, "", store.SimulationCompleted, nil, nil, nil, now); !errors.Is(err, store.ErrLeaseLost) {
+				t.Fatalf("finish by a runner that does not hold it: %v, want ErrLeaseLost", err)
+			}
+		}
+		for c := range claimers {
+			for _, sim := range claimed {
+				_ = stores[0].FinishSimulation(ctx, sim.ID, fmt.Sprintf("runner-%d", c), store.SimulationCompleted, nil, nil, nil, now)
+			}
+		}
+	}
+}
+
+// testSimulationFairness: the claim order is round-robin by account (the one served least
+// recently first, then its oldest simulation), one simulation of an account runs at a time,
+// and the other mode is another queue.
+func testSimulationFairness(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	now := t0.Add(3 * 24 * 365 * time.Hour)
+	a, b, c := ident.New("acct"), ident.New("acct"), ident.New("acct")
+	// Every time below is in milliseconds after now, the store's resolution.
+	ms := func(at int) time.Time { return now.Add(time.Duration(at) * time.Millisecond) }
+	queue := func(acct string, mode store.Mode, at int) string {
+		sim := newSimulation(acct, store.SimulationQueued, ms(at))
+		sim.Mode = mode
+		if err := s.CreateSimulation(ctx, sim, nil); err != nil {
+			t.Fatal(err)
+		}
+		return sim.ID
+	}
+	a1, a2, a3 := queue(a, store.ModeTest, 1), queue(a, store.ModeTest, 2), queue(a, store.ModeTest, 3)
+	b1 := queue(b, store.ModeTest, 4)
+	aLive := queue(a, store.ModeLive, 5)
+	claim := func(at int) string {
+		t.Helper()
+		sim, err := s.ClaimSimulation(ctx, "runner", time.Minute, ms(at))
+		if errors.Is(err, store.ErrNotFound) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sim.ID
+	}
+	finish := func(id string, at int) {
+		t.Helper()
+		if err := s.FinishSimulation(ctx, id, "runner", store.SimulationCompleted, nil, nil, nil, ms(at)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var (
-		mu    sync.Mutex
-		taken = map[string]string{}
-		wg    sync.WaitGroup
-	)
-	for c := range 4 {
+	// Nobody has been served: oldest first, one per account and mode.
+	if got := []string{claim(10), claim(11), claim(12), claim(13)}; !slices.Equal(got, []string{a1, b1, aLive, ""}) {
+		t.Fatalf("first claims %v, want a1 b1 a-live, then nothing while each account runs one", got)
+	}
+	// c, never served, goes before a, served at 10, though a's next simulation is older.
+	c1 := queue(c, store.ModeTest, 20)
+	finish(a1, 21)
+	if got := claim(22); got != c1 {
+		t.Fatalf("after a's first: claimed %s, want c's (never served) before a's second %s", got, a2)
+	}
+	if got := claim(23); got != a2 {
+		t.Fatalf("then %s, want a's second", got)
+	}
+	// b, served at 11, before a, served at 23, once both are free again.
+	b2 := queue(b, store.ModeTest, 24)
+	finish(a2, 25)
+	finish(b1, 26)
+	if got := claim(27); got != b2 {
+		t.Fatalf("claimed %s, want b's second (b served longer ago than a)", got)
+	}
+	if got := claim(28); got != a3 {
+		t.Fatalf("claimed %s, want a's third", got)
+	}
+	// A running simulation whose lease expired is claimed again, even though a has another
+	// queued: it is a's oldest, and a has nothing running under a live lease any more.
+	a4 := queue(a, store.ModeTest, 29)
+	for i, id := range []string{aLive, c1, b2} { // every other lease would expire too
+		finish(id, 30+i)
+	}
+	if got := claim(28 + 60_001); got != a3 { // a3's lease of a minute from 28 has expired
+		t.Fatalf("after a's lease expired: claimed %s, want a's third again, not %s", got, a4)
+	}
+}
+
+// testSimulationQueueLimit: QueueSimulation refuses beyond max unfinished simulations of an
+// account and mode; another account, the other mode, and the same account once one finished
+// are accepted; UnfinishedSimulations counts them.
+func testSimulationQueueLimit(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	acct := ident.New("acct")
+	const max = 3
+	var ids []string
+	for i := range max {
+		sim := newSimulation(acct, store.SimulationQueued, t0.Add(time.Duration(i)))
+		if err := s.QueueSimulation(ctx, sim, max); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sim.ID)
+	}
+	if err := s.QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max); !errors.Is(err, store.ErrLimitReached) {
+		t.Fatalf("queue beyond the limit: %v, want ErrLimitReached", err)
+	}
+	if err := s.QueueSimulation(ctx, newSimulation(ident.New("acct"), store.SimulationQueued, t0), max); err != nil {
+		t.Fatalf("another account: %v", err)
+	}
+	live := newSimulation(acct, store.SimulationQueued, t0)
+	live.Mode = store.ModeLive
+	if err := s.QueueSimulation(ctx, live, max); err != nil {
+		t.Fatalf("the other mode: %v", err)
+	}
+	if n, err := s.UnfinishedSimulations(ctx, acct, store.ModeTest); err != nil || n != max {
+		t.Fatalf("UnfinishedSimulations = %d, %v; want %d", n, err, max)
+	}
+	if _, err := s.CancelSimulation(ctx, acct, store.ModeTest, ids[0], []byte(`{}`), t0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.UnfinishedSimulations(ctx, acct, store.ModeTest); n != max-1 {
+		t.Fatalf("UnfinishedSimulations after a cancel = %d, want %d", n, max-1)
+	}
+	if err := s.QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max); err != nil {
+		t.Fatalf("after one was canceled: %v", err)
+	}
+	SimulationQueueRace(t, 10, max, s)
+}
+
+// SimulationQueueRace has callers queue simulations concurrently in one account and mode
+// against max, and checks that exactly max succeed and the others get ErrLimitReached. stores
+// are used round-robin, so passing two stores opened on one database checks that processes,
+// not only goroutines, are serialised.
+func SimulationQueueRace(t *testing.T, callers, max int, stores ...store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	acct := ident.New("acct")
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
 		wg.Go(func() {
-			owner := fmt.Sprintf("runner-%d", c)
-			for {
-				sim, err := s.ClaimSimulation(ctx, owner, time.Hour, now)
-				if errors.Is(err, store.ErrNotFound) {
-					return
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				if prev, dup := taken[sim.ID]; dup {
-					t.Errorf("%s claimed by %s and %s", sim.ID, prev, owner)
-				}
-				taken[sim.ID] = owner
-				mu.Unlock()
-			}
+			errs[i] = stores[i%len(stores)].QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max)
 		})
 	}
 	wg.Wait()
-	mine := 0
-	for id := range taken {
-		if sim, err := s.Simulation(ctx, acct, store.ModeTest, id); err == nil && sim.Status == store.SimulationRunning {
-			mine++
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, store.ErrLimitReached):
+			t.Errorf("queue %d: %v, want nil or ErrLimitReached", i, err)
 		}
 	}
-	if mine != n {
-		t.Fatalf("claimed %d of this account's %d queued simulations", mine, n)
+	if n, err := stores[0].UnfinishedSimulations(ctx, acct, store.ModeTest); ok != max || n != max || err != nil {
+		t.Fatalf("%d queued, %d unfinished (%v); want exactly %d", ok, n, err, max)
+	}
+}
+
+// testSimulationCancel: a queued simulation canceled is never claimed; a running one is lost
+// to its runner, which can no longer update, finish or release it; a finished one answers
+// ErrSimulationFinished; another account's or an unknown id, ErrNotFound.
+func testSimulationCancel(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	acct := ident.New("acct")
+	now := t0.Add(4 * 24 * 365 * time.Hour)
+	queued := newSimulation(acct, store.SimulationQueued, now)
+	running := newSimulation(acct, store.SimulationQueued, now.Add(-time.Second))
+	for _, sim := range []store.Simulation{queued, running} {
+		if err := s.CreateSimulation(ctx, sim, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := claimUntil(t, s, "runner", running.ID, now); got.ID != running.ID {
+		t.Fatal("the older simulation was not claimed first")
+	}
+	if lost, err := s.LostSimulations(ctx, "runner", []string{running.ID}); err != nil || len(lost) != 0 {
+		t.Fatalf("LostSimulations while held = %v, %v; want none", lost, err)
+	}
+	for _, id := range []string{queued.ID, running.ID} {
+		got, err := s.CancelSimulation(ctx, acct, store.ModeTest, id, []byte(`{"status":"canceled"}`), now.Add(time.Second))
+		if err != nil || got.Status != store.SimulationCanceled || string(got.Payload) != `{"status":"canceled"}` || !got.UpdatedAt.Equal(now.Add(time.Second)) {
+			t.Fatalf("CancelSimulation(%s) = %+v, %v", id, got, err)
+		}
+	}
+	if lost, err := s.LostSimulations(ctx, "runner", []string{running.ID, queued.ID}); err != nil || len(lost) != 2 {
+		t.Fatalf("LostSimulations after cancel = %v, %v; want both", lost, err)
+	}
+	if err := s.UpdateSimulation(ctx, running.ID, "runner", []byte(`{}`), now.Add(time.Hour), now); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("update after cancel: %v, want ErrLeaseLost", err)
+	}
+	if err := s.FinishSimulation(ctx, running.ID, "runner", store.SimulationCompleted, []byte(`{}`), nil, nil, now); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("finish after cancel: %v, want ErrLeaseLost", err)
+	}
+	if err := s.ReleaseSimulation(ctx, running.ID, "runner", []byte(`{}`), now); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("release after cancel: %v, want ErrLeaseLost", err)
+	}
+	if sim, err := s.ClaimSimulation(ctx, "runner", time.Minute, now.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("claim after cancel: %s, %v; want nothing", sim.ID, err)
+	}
+	got, err := s.CancelSimulation(ctx, acct, store.ModeTest, running.ID, []byte(`{}`), now)
+	if !errors.Is(err, store.ErrSimulationFinished) || got.Status != store.SimulationCanceled || string(got.Payload) != `{"status":"canceled"}` {
+		t.Fatalf("canceling twice = %+v, %v; want ErrSimulationFinished with the stored simulation", got, err)
+	}
+	done := newSimulation(acct, store.SimulationCompleted, now)
+	if err := s.CreateSimulation(ctx, done, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.CancelSimulation(ctx, acct, store.ModeTest, done.ID, []byte(`{}`), now); !errors.Is(err, store.ErrSimulationFinished) || got.Status != store.SimulationCompleted {
+		t.Fatalf("canceling a completed one = %+v, %v; want ErrSimulationFinished", got, err)
+	}
+	if _, err := s.CancelSimulation(ctx, ident.New("acct"), store.ModeTest, queued.ID, []byte(`{}`), now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another account: %v, want ErrNotFound", err)
+	}
+	if _, err := s.CancelSimulation(ctx, acct, store.ModeLive, queued.ID, []byte(`{}`), now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the other mode: %v, want ErrNotFound", err)
 	}
 }

@@ -86,6 +86,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SimulationLeases", testSimulationLeases},
 		{"ListSimulations", testListSimulations},
 		{"SimulationClaimConcurrent", testSimulationClaimConcurrent},
+		{"SimulationFairness", testSimulationFairness},
+		{"SimulationQueueLimit", testSimulationQueueLimit},
+		{"SimulationCancel", testSimulationCancel},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
