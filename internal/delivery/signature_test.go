@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,12 +114,13 @@ func TestRetriesAreSignedAtTheirOwnTime(t *testing.T) {
 	secret := newSecret()
 	e := h.endpointWithSecret(rc.URL, secret)
 	_, d := h.eventTo(e)
-	// The dispatcher's clock moves a minute on every reading, so the two attempts are signed
-	// at different seconds.
-	var minutes int64
+	// The dispatcher's clock moves a minute on every reading (from several goroutines), so
+	// the two attempts are signed at different seconds.
+	var minutes atomic.Int64
 	base := time.Now()
-	clock := func() time.Time { return base.Add(time.Duration(minutes) * time.Minute) }
-	h.start(DispatcherConfig{Schedule: mustSchedule(t, "10ms"), Now: func() time.Time { minutes++; return clock() }})
+	h.start(DispatcherConfig{Schedule: mustSchedule(t, "10ms"), Now: func() time.Time {
+		return base.Add(time.Duration(minutes.Add(1)) * time.Minute)
+	}})
 	if got := h.waitEnded(e.ID, d.ID, 5*time.Second); got.Status != store.DeliverySucceeded || got.Attempts != 2 {
 		t.Fatalf("delivery = %+v, want succeeded on attempt 2", got)
 	}
