@@ -60,7 +60,9 @@ func Sign(id string, timestamp time.Time, payload []byte, secret string) string 
 
 // Verify checks a delivery with the default Verifier: the Standard Webhooks signature of
 // payload (the raw request body) under secret, with a timestamp at most DefaultTolerance
-// from now. header is the request's header (r.Header). See Verifier.Verify.
+// from now. header is the request's header as net/http gives it (r.Header); headers taken
+// from elsewhere must be added with Header.Set, which canonicalises their names. See
+// Verifier.Verify.
 func Verify(payload []byte, header http.Header, secret string) error {
 	return Verifier{Secret: secret}.Verify(payload, header)
 }
