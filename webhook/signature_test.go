@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// Known vectors, computed outside Go so that a mistake in Sign (wrong key/message order,
+// Known vectors, computed outside Go so that a mistake in SignHex (wrong key/message order,
 // upper-case hex, a missing prefix) cannot be mirrored by the test.
 var signatureVectors = []struct {
 	name, secret, payload, hexDigest string
@@ -32,23 +32,23 @@ var signatureVectors = []struct {
 	},
 }
 
-func TestSignMatchesKnownVectors(t *testing.T) {
+func TestSignHexMatchesKnownVectors(t *testing.T) {
 	t.Parallel()
 	for _, v := range signatureVectors {
-		if got, want := Sign([]byte(v.payload), v.secret), "sha256="+v.hexDigest; got != want {
-			t.Errorf("%s: Sign = %s, want %s", v.name, got, want)
+		if got, want := SignHex([]byte(v.payload), v.secret), "sha256="+v.hexDigest; got != want {
+			t.Errorf("%s: SignHex = %s, want %s", v.name, got, want)
 		}
-		if err := Verify([]byte(v.payload), "sha256="+v.hexDigest, v.secret); err != nil {
-			t.Errorf("%s: Verify of the known signature: %v", v.name, err)
+		if err := VerifyHex([]byte(v.payload), "sha256="+v.hexDigest, v.secret); err != nil {
+			t.Errorf("%s: VerifyHex of the known signature: %v", v.name, err)
 		}
 	}
 }
 
-func TestVerify(t *testing.T) {
+func TestVerifyHex(t *testing.T) {
 	t.Parallel()
 	const secret = "whsec_test_0123456789abcdefghijklmn"
 	payload := []byte(`{"id":"evt_1","object":"event","type":"webhook.test"}`)
-	good := Sign(payload, secret)
+	good := SignHex(payload, secret)
 	digest := strings.TrimPrefix(good, "sha256=")
 
 	tests := []struct {
@@ -72,17 +72,17 @@ func TestVerify(t *testing.T) {
 		{"body altered", append([]byte(" "), payload...), good, secret, ErrSignatureMismatch},
 		{"other secret", payload, good, secret + "x", ErrSignatureMismatch},
 		{"one digit changed", payload, good[:len(good)-1] + flipHex(good[len(good)-1]), secret, ErrSignatureMismatch},
-		{"empty secret", payload, Sign(payload, ""), "", ErrNoSecret},
+		{"empty secret", payload, SignHex(payload, ""), "", ErrNoSecret},
 	}
 	for _, tt := range tests {
-		err := Verify(tt.payload, tt.header, tt.secret)
+		err := VerifyHex(tt.payload, tt.header, tt.secret)
 		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
-			t.Errorf("%s: Verify = %v, want %v", tt.name, err, tt.want)
+			t.Errorf("%s: VerifyHex = %v, want %v", tt.name, err, tt.want)
 		}
 	}
 }
 
-// TestSignatureIsHMACOfRawBody checks Sign against an HMAC computed here from its
+// TestSignatureIsHMACOfRawBody checks SignHex against an HMAC computed here from its
 // definition, over a payload with bytes JSON re-encoding would change.
 func TestSignatureIsHMACOfRawBody(t *testing.T) {
 	t.Parallel()
@@ -91,8 +91,8 @@ func TestSignatureIsHMACOfRawBody(t *testing.T) {
 	h := hmac.New(sha256.New, []byte(secret))
 	h.Write(payload)
 	want := "sha256=" + hex.EncodeToString(h.Sum(nil))
-	if got := Sign(payload, secret); got != want {
-		t.Fatalf("Sign = %s, want %s", got, want)
+	if got := SignHex(payload, secret); got != want {
+		t.Fatalf("SignHex = %s, want %s", got, want)
 	}
 }
 

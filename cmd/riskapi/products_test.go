@@ -42,7 +42,7 @@ func awaitEvent(t *testing.T, rc *receiver, kind string) map[string]any {
 		}
 		return false
 	})
-	if err := webhook.Verify(got.body, got.signature, receiverSecret); err != nil {
+	if err := webhook.VerifyHex(got.body, got.signature, receiverSecret); err != nil {
 		t.Fatalf("%s: signature: %v", kind, err)
 	}
 	var ev map[string]any

@@ -11,8 +11,10 @@ import (
 
 	"riskapi/internal/product"
 	"riskapi/internal/store"
+	"riskapi/internal/store/keyring"
 	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlstore"
 )
 
 // version is the release version; builds may set it with -ldflags "-X main.version=v1.2.3".
@@ -36,11 +38,15 @@ Usage:
                       [--scopes a,b] [--rate-limit N] [--expires-in DURATION] [--name N] [--json]
   riskapi keys list --account ACCT [--json]
   riskapi keys revoke KEY_ID
+  riskapi secrets rotate                re-encrypt every webhook secret under RISKAPI_SECRET_KEY
+  riskapi secrets new-key               print a new RISKAPI_SECRET_KEY
+  riskapi secrets new-webhook-secret    print a new webhook signing secret (whsec_…)
   riskapi migrate                       apply store migrations and exit
   riskapi version                       print the version
 
 Every command uses the same store settings: --data DIR (RISKAPI_DATA_DIR, default ./data)
 selects the embedded SQLite store; RISKAPI_DATABASE_URL=postgres://… selects PostgreSQL.
+RISKAPI_SECRET_KEY (and RISKAPI_SECRET_KEY_PREVIOUS) encrypt webhook secrets at rest.
 `
 
 func productTitles() string {
@@ -68,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runKeys(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
+	case "secrets":
+		return runSecrets(ctx, rest, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "riskapi", buildVersion())
 		return nil
@@ -94,21 +102,31 @@ func buildVersion() string {
 type storeSettings struct {
 	dataDir     string
 	databaseURL string
+	// secretKey and previousKeys are RISKAPI_SECRET_KEY and RISKAPI_SECRET_KEY_PREVIOUS, the
+	// keys webhook secrets are encrypted under (see secretKeys).
+	secretKey, previousKeys string
 }
 
 func (s *storeSettings) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&s.dataDir, "data", envOr(getenv, "RISKAPI_DATA_DIR", "./data"),
 		"directory of the embedded SQLite store (env RISKAPI_DATA_DIR)")
 	s.databaseURL = getenv("RISKAPI_DATABASE_URL")
+	s.secretKey = getenv("RISKAPI_SECRET_KEY")
+	s.previousKeys = getenv("RISKAPI_SECRET_KEY_PREVIOUS")
 }
 
 // embedded reports whether the settings select the embedded SQLite store.
 func (s *storeSettings) embedded() bool { return s.databaseURL == "" }
 
-// open opens (and migrates) the chosen store.
+// open opens (and migrates) the chosen store, with the webhook secret keys if any are set.
 func (s *storeSettings) open(ctx context.Context) (store.Store, error) {
+	ring, err := s.secretKeys()
+	if err != nil {
+		return nil, err
+	}
+	keys := sqlstore.WithSecretKeys(ring)
 	if s.embedded() {
-		st, err := sqlite.Open(ctx, s.dataDir)
+		st, err := sqlite.Open(ctx, s.dataDir, keys)
 		if err != nil {
 			return nil, fmt.Errorf("open embedded store in %s: %w", s.dataDir, err)
 		}
@@ -117,11 +135,37 @@ func (s *storeSettings) open(ctx context.Context) (store.Store, error) {
 	if err := s.checkURL(); err != nil {
 		return nil, err
 	}
-	st, err := postgres.Open(ctx, s.databaseURL)
+	st, err := postgres.Open(ctx, s.databaseURL, keys)
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL store: %w", err)
 	}
 	return st, nil
+}
+
+// secretKeys is the keyring of RISKAPI_SECRET_KEY (the current key: new and rotated webhook
+// secrets are encrypted under it) and RISKAPI_SECRET_KEY_PREVIOUS (comma-separated keys that
+// still decrypt, during a rotation); nil when RISKAPI_SECRET_KEY is unset, which stores
+// secrets in plaintext. Errors name the variable, never its value.
+func (s *storeSettings) secretKeys() (*keyring.Ring, error) {
+	if s.secretKey == "" {
+		if strings.TrimSpace(s.previousKeys) != "" {
+			return nil, usagef("RISKAPI_SECRET_KEY_PREVIOUS is set but RISKAPI_SECRET_KEY is not: set the current key too")
+		}
+		return nil, nil
+	}
+	current, err := keyring.ParseKey(s.secretKey)
+	if err != nil {
+		return nil, usagef("RISKAPI_SECRET_KEY: %v; want the base64 of %d random bytes (riskapi secrets new-key)", err, keyring.KeySize)
+	}
+	var previous [][]byte
+	for i, text := range strings.FieldsFunc(s.previousKeys, func(r rune) bool { return r == ',' || r == ' ' }) {
+		raw, err := keyring.ParseKey(text)
+		if err != nil {
+			return nil, usagef("RISKAPI_SECRET_KEY_PREVIOUS, key %d: %v", i+1, err)
+		}
+		previous = append(previous, raw)
+	}
+	return keyring.New(current, previous...)
 }
 
 // describe names the store for the start-up line, without credentials.
@@ -188,6 +232,9 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 const storeHelp = `
 Store: the embedded SQLite store in --data is the default. Set RISKAPI_DATABASE_URL to a
 postgres:// URL to use PostgreSQL instead (kept out of flags so the password never shows in ps).
+Webhook secrets are stored encrypted (AES-256-GCM) when RISKAPI_SECRET_KEY holds a key (the
+base64 of 32 random bytes: riskapi secrets new-key); RISKAPI_SECRET_KEY_PREVIOUS lists, comma-
+separated, older keys that still decrypt while riskapi secrets rotate moves secrets to the new one.
 `
 
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

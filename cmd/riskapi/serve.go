@@ -263,6 +263,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer st.Close()
+	if err := checkSecretKeys(ctx, st, cfg.store, logger); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {

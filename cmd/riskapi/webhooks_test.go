@@ -46,6 +46,7 @@ type receiver struct {
 type receivedRequest struct {
 	at                         time.Time
 	body                       []byte
+	header                     http.Header
 	eventID, deliveryID, event string
 	signature, userAgent       string
 }
@@ -56,7 +57,7 @@ func newReceiver(t *testing.T) *receiver {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
 		n := len(rc.requests)
-		rc.requests = append(rc.requests, receivedRequest{at: time.Now(), body: body,
+		rc.requests = append(rc.requests, receivedRequest{at: time.Now(), body: body, header: r.Header.Clone(),
 			eventID: r.Header.Get("X-Webhook-Id"), deliveryID: r.Header.Get("X-Webhook-Delivery"), event: r.Header.Get("X-Webhook-Event"),
 			signature: r.Header.Get("X-Webhook-Signature"), userAgent: r.Header.Get("User-Agent")})
 		answer, held := rc.answer, rc.held
@@ -201,8 +202,11 @@ func TestWebhookTestEventArrivesSignedWithinOneSecond(t *testing.T) {
 	if !githubStyleVerify(got.body, got.signature, receiverSecret) {
 		t.Fatalf("signature %q does not verify GitHub-style", got.signature)
 	}
-	if err := webhook.Verify(got.body, got.signature, receiverSecret); err != nil {
-		t.Fatalf("webhook.Verify: %v", err)
+	if err := webhook.VerifyHex(got.body, got.signature, receiverSecret); err != nil {
+		t.Fatalf("webhook.VerifyHex: %v", err)
+	}
+	if err := webhook.Verify(got.body, got.header, receiverSecret); err != nil || got.header.Get("webhook-id") != got.eventID {
+		t.Fatalf("webhook.Verify (Standard Webhooks, webhook-id %q): %v", got.header.Get("webhook-id"), err)
 	}
 	if githubStyleVerify(append(bytes.Clone(got.body), ' '), got.signature, receiverSecret) {
 		t.Fatal("a changed body still verifies")

@@ -99,7 +99,7 @@ func (h *Handler) handleAddWebhook() signedInHandler {
 		secret := strings.TrimSpace(r.PostForm.Get("secret"))
 		generated := secret == ""
 		if generated {
-			secret = "whsec_" + ident.Random(32)
+			secret = webhooks.NewSecret()
 		}
 		err := h.cfg.Targets.CheckURL(r.Context(), form.URL, v.mode == store.ModeLive)
 		var invalid *delivery.InvalidURLError

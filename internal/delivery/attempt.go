@@ -59,8 +59,10 @@ func (r attemptResult) outcomeLabel() string {
 }
 
 // send makes one delivery attempt of c with client, whose Timeout (timeout) bounds it; now
-// dates a Retry-After given as an HTTP-date. The payload is sent exactly as stored, so
-// every attempt carries the same bytes and the same signature.
+// dates the attempt's Standard Webhooks signature and a Retry-After given as an HTTP-date.
+// The payload is sent exactly as stored, so every attempt carries the same bytes and the
+// same X-Webhook-Signature; webhook-timestamp and webhook-signature are those of this
+// attempt, so a receiver can refuse a replay of an earlier one.
 func send(ctx context.Context, client *http.Client, timeout time.Duration, now func() time.Time, c store.ClaimedDelivery) attemptResult {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Payload))
 	if err != nil {
@@ -72,7 +74,11 @@ func send(ctx context.Context, client *http.Client, timeout time.Duration, now f
 	req.Header.Set(webhook.HeaderEventID, c.EventID)
 	req.Header.Set(webhook.HeaderDeliveryID, c.ID)
 	req.Header.Set(webhook.HeaderEventType, c.EventType)
-	req.Header.Set(webhook.HeaderSignature, webhook.Sign(c.Payload, c.Secret))
+	req.Header.Set(webhook.HeaderSignature, webhook.SignHex(c.Payload, c.Secret))
+	signedAt := now()
+	req.Header.Set(webhook.HeaderWebhookID, c.EventID)
+	req.Header.Set(webhook.HeaderWebhookTimestamp, strconv.FormatInt(signedAt.Unix(), 10))
+	req.Header.Set(webhook.HeaderWebhookSignature, webhook.Sign(c.EventID, signedAt, c.Payload, c.Secret))
 
 	resp, err := client.Do(req)
 	if err != nil {

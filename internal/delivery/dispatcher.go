@@ -383,6 +383,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
+// secretUnavailableText is the error an attempt records when the endpoint's secret cannot be
+// decrypted: the customer sees that the fault is the service's, not their receiver's.
+const secretUnavailableText = "not sent: the signing secret cannot be decrypted on the server"
+
 // claimCooldown is the least time between the end of one claim and the start of the next,
 // unless every worker is idle: at most 200 claims a second, a delay no one would notice.
 const claimCooldown = 5 * time.Millisecond
@@ -404,7 +408,17 @@ func (d *Dispatcher) claim(ctx context.Context, limit int) ([]store.ClaimedDeliv
 func (d *Dispatcher) deliver(runCtx context.Context, c store.ClaimedDelivery) {
 	ctx := context.WithoutCancel(runCtx)
 	started := time.Now()
-	result := send(ctx, d.client, d.timeout, d.now, c)
+	var result attemptResult
+	if c.SecretErr != nil {
+		// Sending unsigned, or signed with anything else, would teach the receiver to accept
+		// what it should refuse: the attempt fails here, and the retries go out once the key
+		// is configured again.
+		result = attemptResult{errText: secretUnavailableText}
+		d.log.Error("webhook dispatcher: the endpoint's signing secret cannot be decrypted; attempt failed without sending (configure its key in RISKAPI_SECRET_KEY or RISKAPI_SECRET_KEY_PREVIOUS)",
+			"delivery_id", c.ID, "endpoint_id", c.EndpointID, "error", c.SecretErr)
+	} else {
+		result = send(ctx, d.client, d.timeout, d.now, c)
+	}
 	elapsed := time.Since(started)
 	d.metrics.attempts.WithLabelValues(result.outcomeLabel()).Inc()
 	d.metrics.duration.Observe(elapsed.Seconds())

@@ -67,7 +67,7 @@ func TestDeliverySendsSignedEventVerbatim(t *testing.T) {
 			}
 		}
 		signature := r.header.Get("X-Webhook-Signature")
-		if err := webhook.Verify(r.body, signature, e.Secret); err != nil {
+		if err := webhook.VerifyHex(r.body, signature, e.Secret); err != nil {
 			t.Errorf("Verify of the received request: %v", err)
 		}
 		mac := hmac.New(sha256.New, []byte(e.Secret))

@@ -172,6 +172,7 @@ type Store interface {
 
 	EventStore
 	WebhookStore
+	SecretKeyStore
 	AnalysisStore
 	DriftEventStore
 	SimulationStore

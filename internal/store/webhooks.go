@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -12,6 +13,11 @@ var ErrLimitReached = errors.New("store: limit reached")
 // ErrLeaseLost: the dispatcher no longer holds the delivery it reports on (its lease
 // expired and another dispatcher claimed it); the outcome is discarded.
 var ErrLeaseLost = errors.New("store: delivery lease lost")
+
+// ErrSecretUnavailable: a webhook secret is stored encrypted under a key the store was not
+// given (RISKAPI_SECRET_KEY and RISKAPI_SECRET_KEY_PREVIOUS), or its ciphertext does not
+// open (altered, or copied from another row).
+var ErrSecretUnavailable = errors.New("store: webhook secret cannot be decrypted with the configured keys")
 
 // Event is a notification that something happened to an account's object. Payload is the
 // event object exactly as it is delivered to webhooks and returned by GET /v1/events/{id},
@@ -42,7 +48,9 @@ const AllEvents = "*"
 const MaxEndpointsPerMode = 16
 
 // WebhookEndpoint is a receiver URL that gets the events it subscribes to, of its own
-// account and mode only. Secret signs deliveries and is never shown after creation.
+// account and mode only. Secret signs deliveries and is never shown after creation; the
+// store keeps it encrypted when it was opened with keys (see SecretKeyStore), and always
+// reads and writes it here in plaintext.
 type WebhookEndpoint struct {
 	ID             string // we_…
 	AccountID      string
@@ -90,6 +98,45 @@ type ClaimedDelivery struct {
 	Payload []byte // the event's payload
 	URL     string // the endpoint's URL and secret at claim time
 	Secret  string
+	// SecretErr, when not nil, is why Secret could not be read (it wraps
+	// ErrSecretUnavailable; Secret is ""). The delivery must not be sent: the dispatcher
+	// records a failed attempt, and the delivery goes out once the key is configured again.
+	SecretErr error
+}
+
+// SecretRotation is what RotateWebhookSecrets did.
+type SecretRotation struct {
+	KeyID string // the id of the current key, which every re-encrypted secret is under now
+	// Reencrypted counts the secrets moved under the current key; FromPlaintext of them were
+	// stored in plaintext before.
+	Reencrypted, FromPlaintext int64
+	// AlreadyCurrent counts the secrets that were under the current key already.
+	AlreadyCurrent int64
+	// Unopened counts, by key id, the secrets left as they were because they do not open with
+	// the configured keys (their key is not configured, or they were altered).
+	Unopened map[string]int64
+	// Scrubbed reports that the database files no longer hold the old forms of the rewritten
+	// secrets (SQLite: deleted content is zeroed and the write-ahead log was checkpointed and
+	// truncated). False on PostgreSQL, whose old row versions stay in the table's files until
+	// VACUUM reuses their space, and when SQLite's checkpoint could not finish because
+	// another connection was reading.
+	Scrubbed bool
+}
+
+// SecretKeyStore is how webhook secrets are kept at rest. A store opened with keys stores
+// every secret it writes encrypted (AES-256-GCM) under the current key, with the key's id
+// beside it, and decrypts with whichever configured key matches; a store opened without keys
+// writes plaintext and reads plaintext only.
+type SecretKeyStore interface {
+	// WebhookSecretKeyIDs counts the stored webhook secrets by the id of the key that
+	// encrypted them; "" counts those stored in plaintext.
+	WebhookSecretKeyIDs(ctx context.Context) (map[string]int64, error)
+	// RotateWebhookSecrets re-encrypts under the current key every webhook secret that is
+	// stored in plaintext or under another configured key, in transactions of a few hundred
+	// endpoints each (a concurrent update of a secret waits for, or is seen by, the batch
+	// that holds it). Secrets that do not open are left as they are and counted in
+	// Unopened. It fails if the store was opened without keys.
+	RotateWebhookSecrets(ctx context.Context) (SecretRotation, error)
 }
 
 // AttemptOutcome is the result of one delivery attempt, as the dispatcher reports it.

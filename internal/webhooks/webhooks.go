@@ -5,6 +5,8 @@
 package webhooks
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,6 +19,17 @@ import (
 	"riskapi/internal/resource"
 	"riskapi/internal/store"
 )
+
+// NewSecret returns a new webhook signing secret: "whsec_" and the standard base64 of 32
+// random bytes (256 bits), 50 characters in all. The Standard Webhooks signature uses the 32
+// bytes as its key, as the stock standardwebhooks and svix libraries decode it, so a receiver
+// can pass the secret to them as it is. The dashboard and `riskapi secrets
+// new-webhook-secret` suggest secrets of this form.
+func NewSecret() string {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // crypto/rand.Read never returns an error (Go 1.24+)
+	return secretPrefix + base64.StdEncoding.EncodeToString(key)
+}
 
 // Webhook secrets: "whsec_" and at least 24 more characters, 256 in all (webhooks contract).
 const (

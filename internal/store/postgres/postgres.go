@@ -83,9 +83,10 @@ var dialect = sqlstore.Dialect{
 }
 
 // Open connects to the database at url (postgres://user:pass@host:port/db?sslmode=…), applies
-// pending migrations and returns the store. Every Open migrates; that is idempotent, and
-// instances starting together on one database take turns under a session advisory lock.
-func Open(ctx context.Context, url string) (store.Store, error) {
+// pending migrations and returns the store; opts are sqlstore's (sqlstore.WithSecretKeys).
+// Every Open migrates; that is idempotent, and instances starting together on one database
+// take turns under a session advisory lock.
+func Open(ctx context.Context, url string, opts ...sqlstore.Option) (store.Store, error) {
 	db, err := openDB(url)
 	if err != nil {
 		return nil, err
@@ -93,7 +94,7 @@ func Open(ctx context.Context, url string) (store.Store, error) {
 	if _, err := migrate(ctx, db); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
-	return sqlstore.New(db, db, dialect), nil
+	return sqlstore.New(db, db, dialect, opts...), nil
 }
 
 // Migrate applies pending migrations to the database at url without keeping the store open

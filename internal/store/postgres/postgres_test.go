@@ -13,12 +13,13 @@ import (
 	"riskapi/internal/store"
 	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
+	"riskapi/internal/store/sqlstore"
 	"riskapi/internal/store/storetest"
 )
 
-func open(t *testing.T, url string) store.Store {
+func open(t *testing.T, url string, opts ...sqlstore.Option) store.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), url)
+	s, err := postgres.Open(context.Background(), url, opts...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -57,18 +57,33 @@ var dialect = sqlstore.Dialect{
 	// No LockBootstrap: the writer begins every transaction with BEGIN IMMEDIATE, which takes
 	// the database's write lock at once, so no other connection, in this process or another,
 	// can insert an account between Bootstrap's check and its inserts.
+	Scrub: scrub,
+}
+
+// scrub removes the old forms of rows a secret rotation rewrote from the database files. The
+// writer runs with secure_delete, so the main file's pages hold no deleted content once the
+// write-ahead log is checkpointed into it; the log itself, which keeps the old page images,
+// is then truncated to zero bytes. The checkpoint cannot finish while another connection
+// (a running server's reader) reads an older snapshot: it reports false then, and the old
+// images go with a later checkpoint.
+func scrub(ctx context.Context, db *sql.DB) (bool, error) {
+	var busy, logFrames, checkpointed int
+	if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil {
+		return false, fmt.Errorf("sqlite checkpoint: %w", err)
+	}
+	return busy == 0, nil
 }
 
 // Open creates dir if needed, opens <dir>/riskapi.db, applies pending migrations and returns
-// the store. Every Open migrates; that is idempotent, and concurrent Opens of one directory
-// (a server starting while a command runs) take turns on a lock file, so each finds the
-// schema either untouched or complete.
+// the store; opts are sqlstore's (sqlstore.WithSecretKeys). Every Open migrates; that is
+// idempotent, and concurrent Opens of one directory (a server starting while a command runs)
+// take turns on a lock file, so each finds the schema either untouched or complete.
 //
 // Writes go through one connection, because SQLite allows one writer at a time and a pool of
 // writers would only queue on SQLITE_BUSY; its transactions begin IMMEDIATE so they never have
 // to upgrade a read lock, the upgrade that fails with SQLITE_BUSY without waiting. Reads use a
 // pool of max(4, GOMAXPROCS) read-only connections, which WAL lets run beside the writer.
-func Open(ctx context.Context, dir string) (store.Store, error) {
+func Open(ctx context.Context, dir string, opts ...sqlstore.Option) (store.Store, error) {
 	path, err := databasePath(dir)
 	if err != nil {
 		return nil, err
@@ -84,7 +99,7 @@ func Open(ctx context.Context, dir string) (store.Store, error) {
 	if err != nil {
 		return nil, errors.Join(err, writer.Close())
 	}
-	s := sqlstore.New(writer, reader, dialect)
+	s := sqlstore.New(writer, reader, dialect, opts...)
 	if err := s.Ping(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite open %s: %w", path, err), s.Close())
 	}
@@ -151,6 +166,10 @@ func openWriter(path string) (*sql.DB, error) {
 		// NORMAL is durable in WAL mode except for the last transactions before a power
 		// loss (never corrupting), and saves an fsync per commit.
 		"synchronous(NORMAL)",
+		// FAST zeroes deleted and overwritten content inside the pages it writes anyway (no
+		// extra I/O), so an old webhook secret or deleted customer data does not linger in
+		// the file's free space.
+		"secure_delete(FAST)",
 	}, url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite open writer %s: %w", path, err)

@@ -17,12 +17,13 @@ import (
 	"riskapi/internal/ident"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlstore"
 	"riskapi/internal/store/storetest"
 )
 
-func open(t *testing.T, dir string) store.Store {
+func open(t *testing.T, dir string, opts ...sqlstore.Option) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), dir)
+	s, err := sqlite.Open(context.Background(), dir, opts...)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}

@@ -87,7 +87,7 @@ func (s *Store) RequestManualRetry(ctx context.Context, accountID string, mode s
 // One transaction: pick the deliveries (pickDue), lease them, re-checking that each is still
 // due and free (on PostgreSQL under FOR UPDATE SKIP LOCKED, so a row an attempt is being
 // recorded on is skipped, not waited for), and read what the dispatcher sends: the event's
-// payload and the endpoint's URL and secret.
+// payload and the endpoint's URL and secret (decrypted).
 //
 // The per-endpoint cap counts leases that other claims committed, so claims must not overlap:
 // on PostgreSQL a transaction-level lock makes concurrent claimers (of every process) take
@@ -143,7 +143,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimPolicy, now ti
 			return nil
 		}
 		in, inArgs = inList(leased)
-		rows, err := tx.QueryContext(ctx, s.rebind(`SELECT `+qualify("d", deliveryColumns)+`, ev.payload, e.url, e.secret
+		rows, err := tx.QueryContext(ctx, s.rebind(`SELECT `+qualify("d", deliveryColumns)+`, ev.payload, e.url, e.secret, e.secret_key_id
 			FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id
 			WHERE d.id IN `+in+` ORDER BY `+dueAt+`, d.id`), inArgs...)
 		if err != nil {
@@ -152,10 +152,14 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimPolicy, now ti
 		defer rows.Close()
 		for rows.Next() {
 			var c store.ClaimedDelivery
-			c.Delivery, err = scanDelivery(rowScanner{rows, []any{&c.Payload, &c.URL, &c.Secret}})
+			var storedSecret, keyID string
+			c.Delivery, err = scanDelivery(rowScanner{rows, []any{&c.Payload, &c.URL, &storedSecret, &keyID}})
 			if err != nil {
 				return fmt.Errorf("read claimed: %w", err)
 			}
+			// A secret that does not decrypt fails this delivery's attempt, not the claim:
+			// the other endpoints' deliveries go out.
+			c.Secret, c.SecretErr = s.openSecret(c.EndpointID, storedSecret, keyID)
 			out = append(out, c)
 		}
 		return rows.Err()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"riskapi/internal/store"
+	"riskapi/internal/store/keyring"
 )
 
 // Dialect describes what differs between the databases sqlstore runs on.
@@ -51,6 +52,12 @@ type Dialect struct {
 	// SKIP LOCKED) to the selects of its write transactions (PostgreSQL). SQLite has no such
 	// clauses and needs none: its single writer excludes every other writer.
 	RowLocks bool
+	// Scrub, when set, runs through the writer after RotateWebhookSecrets has rewritten
+	// secrets, and removes the old forms of rewritten rows from the database files where the
+	// database allows it; it reports whether it could (SQLite: checkpoint and truncate the
+	// write-ahead log). Leave it nil where the database keeps old row versions until its own
+	// vacuuming (PostgreSQL).
+	Scrub func(ctx context.Context, db *sql.DB) (bool, error)
 }
 
 // Store is the database/sql implementation of store.Store. It owns its connection pools.
@@ -61,21 +68,30 @@ type Store struct {
 	// reader serves plain reads; for PostgreSQL it is the same pool as writer.
 	reader  *sql.DB
 	dialect Dialect
+	// secrets encrypts webhook secrets at rest; nil stores them in plaintext (see secrets.go).
+	secrets *keyring.Ring
 }
+
+// Option configures a Store in New.
+type Option func(*Store)
 
 var _ store.Store = (*Store)(nil)
 
 // New returns a Store that writes through writer and reads through reader (pass the same
 // *sql.DB twice when the database has no single-writer constraint). The Store takes ownership
 // of both: Close closes them. The schema must already be migrated.
-func New(writer, reader *sql.DB, d Dialect) *Store {
+func New(writer, reader *sql.DB, d Dialect, opts ...Option) *Store {
 	if d.IsUniqueViolation == nil {
 		d.IsUniqueViolation = func(error) bool { return false }
 	}
 	if d.IsForeignKeyViolation == nil {
 		d.IsForeignKeyViolation = func(error) bool { return false }
 	}
-	return &Store{writer: writer, reader: reader, dialect: d}
+	s := &Store{writer: writer, reader: reader, dialect: d}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
 }
 
 // Ping checks that both pools answer.

@@ -12,7 +12,7 @@ import (
 )
 
 // endpointColumns is the column list scanEndpoint reads, in its order.
-const endpointColumns = `id, account_id, mode, url, events, secret, description, status, disabled_reason,
+const endpointColumns = `id, account_id, mode, url, events, secret, secret_key_id, description, status, disabled_reason,
 	created_at, updated_at, last_success_at`
 
 // CreateWebhookEndpoint inserts e unless its account and mode already have max endpoints.
@@ -36,9 +36,10 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoi
 		if n >= max {
 			return fmt.Errorf("account %s has %d %s endpoints, at most %d: %w", e.AccountID, n, e.Mode, max, store.ErrLimitReached)
 		}
+		secret, keyID := s.sealSecret(e.ID, e.Secret)
 		_, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO webhook_endpoints (`+endpointColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			e.ID, e.AccountID, string(e.Mode), e.URL, events, e.Secret, e.Description, e.Status,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			e.ID, e.AccountID, string(e.Mode), e.URL, events, secret, keyID, e.Description, e.Status,
 			e.DisabledReason, e.CreatedAt.UnixMilli(), e.UpdatedAt.UnixMilli(), nullMillis(e.LastSuccessAt))
 		if err != nil && s.dialect.IsUniqueViolation(err) {
 			return fmt.Errorf("%w (%v)", store.ErrConflict, err)
@@ -55,7 +56,7 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoi
 func (s *Store) WebhookEndpoint(ctx context.Context, accountID string, mode store.Mode, id string) (store.WebhookEndpoint, error) {
 	row := s.reader.QueryRowContext(ctx, s.rebind(`SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE id = ? AND account_id = ? AND mode = ?`), id, accountID, string(mode))
-	e, err := scanEndpoint(row)
+	e, err := s.scanEndpoint(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
 	}
@@ -68,7 +69,7 @@ func (s *Store) WebhookEndpoint(ctx context.Context, accountID string, mode stor
 // ListWebhookEndpoints pages through an account's endpoints of one mode, newest first.
 func (s *Store) ListWebhookEndpoints(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.WebhookEndpoint], error) {
 	page, err := listPage(ctx, s, "webhook_endpoints", endpointColumns, "account_id = ? AND mode = ?",
-		[]any{accountID, string(mode)}, q, scanEndpoint)
+		[]any{accountID, string(mode)}, q, s.scanEndpoint)
 	if err != nil {
 		return store.Page[store.WebhookEndpoint]{}, fmt.Errorf("store list webhook endpoints: %w", err)
 	}
@@ -82,10 +83,11 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoi
 	if err != nil {
 		return fmt.Errorf("store update webhook endpoint %s: %w", e.ID, err)
 	}
+	secret, keyID := s.sealSecret(e.ID, e.Secret)
 	res, err := s.writer.ExecContext(ctx, s.rebind(`UPDATE webhook_endpoints
-		SET url = ?, events = ?, secret = ?, description = ?, status = ?, disabled_reason = ?, updated_at = ?
+		SET url = ?, events = ?, secret = ?, secret_key_id = ?, description = ?, status = ?, disabled_reason = ?, updated_at = ?
 		WHERE id = ? AND account_id = ? AND mode = ?`),
-		e.URL, events, e.Secret, e.Description, e.Status, e.DisabledReason, e.UpdatedAt.UnixMilli(),
+		e.URL, events, secret, keyID, e.Description, e.Status, e.DisabledReason, e.UpdatedAt.UnixMilli(),
 		e.ID, e.AccountID, string(e.Mode))
 	if err != nil {
 		return fmt.Errorf("store update webhook endpoint %s: %w", e.ID, err)
@@ -148,16 +150,23 @@ func joinEvents(events []string) (string, error) {
 	return strings.Join(events, " "), nil
 }
 
-func scanEndpoint(row scanner) (store.WebhookEndpoint, error) {
+// scanEndpoint reads the endpointColumns of a row, decrypting the secret; a secret that does
+// not decrypt is an error (wrapping store.ErrSecretUnavailable), since a caller that wrote
+// the endpoint back would otherwise overwrite it.
+func (s *Store) scanEndpoint(row scanner) (store.WebhookEndpoint, error) {
 	var (
-		e                store.WebhookEndpoint
-		mode, events     string
-		created, updated int64
-		lastSuccess      sql.NullInt64
+		e                   store.WebhookEndpoint
+		mode, events        string
+		storedSecret, keyID string
+		created, updated    int64
+		lastSuccess         sql.NullInt64
 	)
-	err := row.Scan(&e.ID, &e.AccountID, &mode, &e.URL, &events, &e.Secret, &e.Description,
+	err := row.Scan(&e.ID, &e.AccountID, &mode, &e.URL, &events, &storedSecret, &keyID, &e.Description,
 		&e.Status, &e.DisabledReason, &created, &updated, &lastSuccess)
 	if err != nil {
+		return store.WebhookEndpoint{}, err
+	}
+	if e.Secret, err = s.openSecret(e.ID, storedSecret, keyID); err != nil {
 		return store.WebhookEndpoint{}, err
 	}
 	e.Mode = store.Mode(mode)
