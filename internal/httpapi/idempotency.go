@@ -48,7 +48,7 @@ func idempotencyKey(r *http.Request) (string, *Error) {
 // the first request runs it and its response is stored; the same request afterwards gets
 // that response replayed byte for byte with Idempotent-Replayed: true; while the first still
 // runs, 409 IDEMPOTENCY_KEY_IN_USE; another request with the same key, 422
-// IDEMPOTENCY_KEY_REUSED. A 5xx is not stored: the key is released so a retry runs again.
+// IDEMPOTENCY_KEY_REUSED. A 5xx or 429 is not stored: the key is released so a retry runs again.
 func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key string, bodySum [sha256.Size]byte, work func(http.ResponseWriter)) {
 	info := requestInfoFrom(r.Context())
 	p := info.principal
@@ -98,7 +98,9 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key strin
 	// answered 503): otherwise a retry would meet 409 until the record is reclaimed.
 	settle, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), idempotencySettleTimeout)
 	defer cancel()
-	if capture.status >= 500 {
+	// A 429 is never stored either (platform contract §5): it says "not now", and a retry
+	// with the same key must run once there is room.
+	if capture.status >= 500 || capture.status == http.StatusTooManyRequests {
 		if err := s.cfg.Store.ReleaseIdempotent(settle, k, token); err != nil {
 			info.log.Error("release idempotency key", "err", err)
 		}
