@@ -44,7 +44,8 @@ func identified(rho, se float64) bool {
 	return se == 0 && rho != 0 || se > 0 && math.Abs(rho)/se >= minPassThroughT
 }
 
-func buildPanel(v *input) *panel {
+// buildPanel returns nil when stop ends the work first.
+func buildPanel(v *input, stop *stopper) *panel {
 	T := len(v.keys)
 	idx := make(map[int64]int, T)
 	for i, k := range v.keys {
@@ -55,6 +56,9 @@ func buildPanel(v *input) *panel {
 		pn.firms[f].name = name
 		pn.byName[name] = f
 		rows := v.byFirm[f]
+		if stop.tick(len(rows)) {
+			return nil
+		}
 		s := &pn.firms[f]
 		n := 0
 		for lo := 0; lo < len(rows); n++ {
@@ -80,7 +84,9 @@ func buildPanel(v *input) *panel {
 			lo = hi
 		}
 	}
-	pn.passThrough()
+	if pn.passThrough(stop); stop.check() {
+		return nil
+	}
 	return pn
 }
 
@@ -191,10 +197,13 @@ func (ps ptSums) fit() (rho, se float64, ok bool) {
 // estimate pooled over all firms, the more precise one that is identified (at least
 // minPassThroughT standard errors from 0) is used; when neither is, costs do not move
 // enough to matter and y = p. Estimates are clamped to [0, 2].
-func (pn *panel) passThrough() {
+func (pn *panel) passThrough(stop *stopper) {
 	var pool ptSums
 	sums := make([]ptSums, len(pn.firms))
 	for i := range pn.firms {
+		if stop.tick(len(pn.firms[i].p)) {
+			return
+		}
 		sums[i] = pn.firms[i].ptSums()
 		pool.sxy += sums[i].sxy
 		pool.sxx += sums[i].sxx
@@ -206,6 +215,9 @@ func (pn *panel) passThrough() {
 	pok = pok && identified(pr, pse)
 	for i := range pn.firms {
 		s := &pn.firms[i]
+		if stop.tick(len(s.p)) {
+			return
+		}
 		rho, se, ok := sums[i].fit()
 		ok = ok && identified(rho, se)
 		if pok && (!ok || pse < se) {
