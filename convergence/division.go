@@ -83,7 +83,13 @@ func analyseDivision(v *input, periodIdx map[int64]int, stop *stopper) *division
 		leader int32
 		hhi    float64
 	}
-	var cells []cell
+	ncells := 1
+	for k := 1; k < len(rows); k++ {
+		if rows[k].seg != rows[k-1].seg || rows[k].t != rows[k-1].t {
+			ncells++
+		}
+	}
+	cells := make([]cell, 0, ncells)
 	nf := len(v.firms)
 	active := make([]bool, nf)
 	firms, shares := make([]int32, 0, n), make([]float64, 0, n)

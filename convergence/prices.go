@@ -176,6 +176,11 @@ func (ps *priceStats) pairwise(pn *panel, alpha float64, stop *stopper) {
 		return
 	}
 	P := len(cands)
+	// Room for every pair up front: the pairs and their index are the largest structures
+	// of the analysis at 200 pair firms (19,900 pairs), and growing them by doubling would
+	// hold both the old and the new arrays at once.
+	ps.pairs = make([]pairStats, 0, P*(P-1)/2)
+	ps.pairOf = make(map[[2]int]int, P*(P-1))
 	z := make([][]float64, P)
 	mask := make([][]uint64, P)
 	words := (T + 63) / 64
