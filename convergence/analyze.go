@@ -121,9 +121,10 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 	return res, nil
 }
 
-// stopper carries Analyze's context into the long loops. The loops call check once per firm,
-// pair or tender (a fraction of a millisecond of work each); after ctx ends, done is true and
-// err is ctx's error, and the loops return whatever they hold, which Analyze discards.
+// stopper carries Analyze's context into the long loops. The loops call check once per pair
+// firm or coordinated change, or tick once per firm, cell, tender or message (which looks at
+// ctx by the amount of work done); after ctx ends, err is ctx's error, and the loops return
+// whatever they hold, which Analyze discards.
 type stopper struct {
 	ctx  context.Context
 	err  error

@@ -13,7 +13,7 @@ import (
 // over calibrationMarkets of cost_test.go (every scenario of the generator, and prices-only,
 // costs-without-quantities, segments-without-quantities, many-firm, many-period,
 // one-segment and many-pair shapes), on the median of three runs of
-// `go test -count=1 -run TestCostEstimateHolds -v ./convergence` (2-core development
+// `go test -count=3 -run TestCostEstimateHolds -v ./convergence` (2-core development
 // machine, Go 1.26), rounded; the test logs each market's drivers for a refit.
 const (
 	// nsPerObservation: validating and indexing a row (firm, segment and period
