@@ -55,8 +55,13 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 		MethodVersion:   MethodVersion,
 	}
 	a := &analysis{v: v, stop: stopper{ctx: ctx}}
+	if a.stop.check() {
+		return Analysis{}, a.stop.err
+	}
 	if v.obsUsable {
-		a.pn = buildPanel(v)
+		if a.pn = buildPanel(v, &a.stop); a.stop.check() {
+			return Analysis{}, a.stop.err
+		}
 		res.ObservationsAnalyzed = len(v.rows)
 	}
 	// Number of tested paths, for the Bonferroni split of the sensitivity.
@@ -82,7 +87,9 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 			return Analysis{}, a.stop.err
 		}
 		if hasBasis || v.anyCost {
-			a.welfare = analyseWelfare(v, a.pn, a.alphaPath)
+			if a.welfare = analyseWelfare(v, a.pn, a.alphaPath, &a.stop); a.stop.check() {
+				return Analysis{}, a.stop.err
+			}
 			a.welfareGroup()
 		}
 		if v.anySeg {
@@ -114,12 +121,34 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 	return res, nil
 }
 
-// stopper carries Analyze's context into the long loops. The loops call check once per firm,
-// pair or tender (a fraction of a millisecond of work each); after ctx ends, done is true and
-// err is ctx's error, and the loops return whatever they hold, which Analyze discards.
+// stopper carries Analyze's context into the long loops. The loops call check once per pair
+// firm or coordinated change, or tick once per firm, cell, tender or message (which looks at
+// ctx by the amount of work done); after ctx ends, err is ctx's error, and the loops return
+// whatever they hold, which Analyze discards.
 type stopper struct {
-	ctx context.Context
-	err error
+	ctx  context.Context
+	err  error
+	work int // units counted by tick since ctx was last looked at
+}
+
+// checkEvery is how many units of work (rows visited, a few to tens of nanoseconds each)
+// tick lets pass between two looks at ctx: well under a millisecond of work.
+const checkEvery = 1 << 14
+
+// tickOverhead is what one iteration of a loop over firms, cells, tenders or messages counts
+// on top of its rows: its own allocations and look-ups cost about as much as 16 rows, so a
+// loop over 250,000 firms of two rows each looks at ctx every 900 firms, not every 8,000.
+const tickOverhead = 16
+
+// tick counts one iteration of n rows and reports whether the work should stop, looking at
+// ctx once per checkEvery units, for loops whose iterations range from one row to a market.
+func (s *stopper) tick(n int) bool {
+	s.work += n + tickOverhead
+	if s.work < checkEvery {
+		return s.err != nil
+	}
+	s.work = 0
+	return s.check()
 }
 
 // check reports whether the work should stop.
@@ -235,6 +264,9 @@ func (a *analysis) regimes() {
 		for o := range pn.firms {
 			if used[o] || !a.fits[o].tested {
 				continue
+			}
+			if a.stop.tick(len(pn.firms[o].y)) {
+				return
 			}
 			if p := windowTest(&pn.firms[o], wFrom, wTo); p <= level {
 				members = append(members, o)

@@ -190,7 +190,7 @@ func analyseBids(v *input, alphaB float64, stop *stopper) *bidStats {
 	fisher := make([]float64, F)
 	count := make([]int, F)
 	for j := range v.tenders {
-		if j%256 == 0 && stop.check() {
+		if stop.tick(len(v.tenders[j].bids)) {
 			return bs
 		}
 		bs.sc[j] = screens(&v.tenders[j])

@@ -15,3 +15,20 @@ func TestAnalyzeStopsSoonAfterCancel(t *testing.T) {
 		return err
 	})
 }
+
+// A market of 250,000 firms stops within 100 ms of its context's cancel too: the per-firm
+// and per-row loops look at the context by amount of work done, not once per firm or per
+// cell, so no single step runs long (validation, done before, is not part of the work).
+func TestAnalyzeOfManyFirmsStopsSoonAfterCancel(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("builds a market of 500,000 observations to time its cancel")
+	}
+	in := shortLivedFirmsMarket(250_000)
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.StopsSoonAfterCancel(t, func(ctx context.Context) error {
+		_, err := Analyze(ctx, in)
+		return err
+	})
+}

@@ -48,6 +48,9 @@ func analyseCommunication(v *input, pn *panel, stop *stopper) *commStats {
 	pairOf := map[[2]int]int{}
 	var wins [][]int32
 	for _, m := range v.msgs {
+		if stop.tick(1) {
+			return cs
+		}
 		a, ok1 := pn.byName[m.from]
 		b, ok2 := pn.byName[m.to]
 		if !ok1 || !ok2 || a == b {
@@ -84,6 +87,9 @@ func analyseCommunication(v *input, pn *panel, stop *stopper) *commStats {
 	var changes []change
 	for i := range pn.firms {
 		s := &pn.firms[i]
+		if stop.tick(len(s.t)) {
+			return cs
+		}
 		ts, d := s.changes()
 		if len(d) < 2 {
 			continue
@@ -149,6 +155,9 @@ func analyseCommunication(v *input, pn *panel, stop *stopper) *commStats {
 					continue
 				}
 				work += len(wins[k])
+				if stop.tick(len(wins[k])) {
+					return cs
+				}
 				for _, w := range wins[k] {
 					for _, base := range [2]int{t - 1, t} {
 						shifted[((int(w)-base)%T+T)%T]++

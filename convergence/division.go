@@ -1,7 +1,6 @@
 package convergence
 
 import (
-	"cmp"
 	"math"
 	"slices"
 )
@@ -43,24 +42,40 @@ type divisionStats struct {
 // ≤ 15 % of the segments they do not own, where they held ≥ 5 % before the window (they
 // competed there). It returns nil when no observation has both a segment and a quantity.
 func analyseDivision(v *input, periodIdx map[int64]int, stop *stopper) *divisionStats {
-	var rows []obsRow
-	for _, r := range v.rows {
-		if r.seg >= 0 && !math.IsNaN(r.qty) {
-			rows = append(rows, r)
+	// The rows with a segment and a quantity, ordered by segment, period and firm: byFirm
+	// is in firm order, and two stable counting sorts (by period, then by segment) keep
+	// it within each (segment, period) cell, in time linear in the rows.
+	n := 0
+	for _, rs := range v.byFirm {
+		for _, r := range rs {
+			if r.seg >= 0 && !math.IsNaN(r.qty) {
+				n++
+			}
 		}
 	}
-	if len(rows) == 0 {
+	if n == 0 {
 		return nil
 	}
-	slices.SortFunc(rows, func(a, b obsRow) int {
-		if c := cmp.Compare(a.seg, b.seg); c != 0 {
-			return c
+	type divRow struct {
+		firm, seg, t int32
+		qty          float64
+	}
+	byFirm := make([]divRow, 0, n)
+	for f, rs := range v.byFirm {
+		if stop.tick(len(rs)) {
+			return nil
 		}
-		if c := cmp.Compare(a.key, b.key); c != 0 {
-			return c
+		for _, r := range rs {
+			if r.seg >= 0 && !math.IsNaN(r.qty) {
+				byFirm = append(byFirm, divRow{firm: int32(f), seg: r.seg, t: int32(periodIdx[r.key]), qty: r.qty})
+			}
 		}
-		return cmp.Compare(a.firm, b.firm)
-	})
+	}
+	byPeriod := countingSort(byFirm, len(v.keys), func(r divRow) int { return int(r.t) })
+	rows := countingSort(byPeriod, len(v.segments), func(r divRow) int { return int(r.seg) })
+	if stop.tick(2 * n) {
+		return nil
+	}
 	type cell struct {
 		seg, t int
 		firms  []int32
@@ -68,13 +83,23 @@ func analyseDivision(v *input, periodIdx map[int64]int, stop *stopper) *division
 		leader int32
 		hhi    float64
 	}
-	var cells []cell
+	ncells := 1
+	for k := 1; k < len(rows); k++ {
+		if rows[k].seg != rows[k-1].seg || rows[k].t != rows[k-1].t {
+			ncells++
+		}
+	}
+	cells := make([]cell, 0, ncells)
 	nf := len(v.firms)
 	active := make([]bool, nf)
+	firms, shares := make([]int32, 0, n), make([]float64, 0, n)
 	for lo := 0; lo < len(rows); {
 		hi := lo + 1
-		for hi < len(rows) && rows[hi].seg == rows[lo].seg && rows[hi].key == rows[lo].key {
+		for hi < len(rows) && rows[hi].seg == rows[lo].seg && rows[hi].t == rows[lo].t {
 			hi++
+		}
+		if stop.tick(hi - lo) {
+			return nil
 		}
 		tot := 0.0
 		for _, r := range rows[lo:hi] {
@@ -84,17 +109,19 @@ func analyseDivision(v *input, periodIdx map[int64]int, stop *stopper) *division
 			}
 		}
 		if tot > 0 {
-			c := cell{seg: int(rows[lo].seg), t: periodIdx[rows[lo].key], leader: -1}
+			c := cell{seg: int(rows[lo].seg), t: int(rows[lo].t), leader: -1}
 			best := -1.0
+			from := len(firms)
 			for _, r := range rows[lo:hi] {
 				s := r.qty / tot
-				c.firms = append(c.firms, r.firm)
-				c.shares = append(c.shares, s)
+				firms = append(firms, r.firm)
+				shares = append(shares, s)
 				c.hhi += s * s
 				if s > best {
 					best, c.leader = s, r.firm
 				}
 			}
+			c.firms, c.shares = firms[from:], shares[from:]
 			cells = append(cells, c)
 		}
 		lo = hi
@@ -104,32 +131,42 @@ func analyseDivision(v *input, periodIdx map[int64]int, stop *stopper) *division
 	}
 	d := &divisionStats{}
 	var hm, sm moments
-	shareOf := func(c *cell, f int32) float64 {
-		for k, g := range c.firms {
-			if g == f {
-				return c.shares[k]
-			}
-		}
-		return 0
-	}
+	// Allocation stability compares each cell with the segment's previous cell through
+	// dense per-firm share arrays (filled for one cell, cleared after it), so a pair of
+	// consecutive cells costs the sum of their firm counts rather than the product: a
+	// quadratic lookup made 250,000 firms in one segment take 21 s.
+	prevShare, curShare := make([]float64, nf), make([]float64, nf)
 	for k := range cells {
-		if k%64 == 0 && stop.check() {
+		b := &cells[k]
+		if stop.tick(len(b.firms)) {
 			return nil
 		}
-		hm.Add(cells[k].hhi)
-		if k > 0 && cells[k-1].seg == cells[k].seg {
-			a, b := &cells[k-1], &cells[k]
-			l1 := 0.0
-			for x, f := range b.firms {
-				l1 += math.Abs(b.shares[x] - shareOf(a, f))
-			}
-			for x, f := range a.firms {
-				if shareOf(b, f) == 0 {
-					l1 += a.shares[x]
-				}
-			}
-			sm.Add(1 - l1/2)
+		hm.Add(b.hhi)
+		for x, f := range b.firms {
+			curShare[f] = b.shares[x]
 		}
+		if k > 0 {
+			a := &cells[k-1]
+			if a.seg == b.seg {
+				l1 := 0.0
+				for x, f := range b.firms {
+					l1 += math.Abs(b.shares[x] - prevShare[f])
+				}
+				for x, f := range a.firms {
+					if curShare[f] == 0 {
+						l1 += a.shares[x]
+					}
+				}
+				sm.Add(1 - l1/2)
+			}
+			for _, f := range a.firms {
+				prevShare[f] = 0
+			}
+		}
+		prevShare, curShare = curShare, prevShare
+	}
+	for _, f := range cells[len(cells)-1].firms {
+		prevShare[f] = 0
 	}
 	d.hhi = hm.Mean
 	d.stability = 1
@@ -181,103 +218,111 @@ func analyseDivision(v *input, periodIdx map[int64]int, stop *stopper) *division
 	}
 	d.from, d.to = fit.from, fit.to
 
-	// Owners within the window.
-	type own struct {
-		leads map[int32]int
-		n     int
-		share map[int32]float64
-	}
-	segs := map[int]*own{}
-	foreign := map[int32]*moments{}
-	for k := range cells {
-		c := &cells[k]
-		if c.t < d.from || c.t > d.to {
+	// Owners within the window, one segment at a time (cells are ordered by segment, then
+	// period): per-firm lead counts and share sums in dense arrays, cleared after each
+	// segment through the list of firms it touched.
+	leads := make([]int32, nf)
+	shareSum := prevShare // all zero again after the stability pass
+	inSeg := make([]bool, nf)
+	var touched []int32
+	owner := map[int]int32{}
+	cand := map[int32]float64{}
+	for lo := 0; lo < len(cells); {
+		seg, n := cells[lo].seg, 0
+		for ; lo < len(cells) && cells[lo].seg == seg; lo++ {
+			c := &cells[lo]
+			if c.t < d.from || c.t > d.to {
+				continue
+			}
+			if stop.tick(len(c.firms)) {
+				return nil
+			}
+			n++
+			leads[c.leader]++
+			for x, f := range c.firms {
+				if !inSeg[f] {
+					inSeg[f] = true
+					touched = append(touched, f)
+				}
+				shareSum[f] += c.shares[x]
+			}
+		}
+		if n == 0 {
 			continue
 		}
-		o := segs[c.seg]
-		if o == nil {
-			o = &own{leads: map[int32]int{}, share: map[int32]float64{}}
-			segs[c.seg] = o
-		}
-		o.n++
-		o.leads[c.leader]++
-		for x, f := range c.firms {
-			o.share[f] += c.shares[x]
-		}
-	}
-	owner := map[int]int32{}
-	var segIDs []int
-	for s := range segs {
-		segIDs = append(segIDs, s)
-	}
-	slices.Sort(segIDs)
-	type divider struct {
-		f    int32
-		conf float64
-	}
-	cand := map[int32]float64{}
-	for _, s := range segIDs {
-		o := segs[s]
 		var best int32 = -1
-		for f, n := range o.leads {
-			if best < 0 || n > o.leads[best] || n == o.leads[best] && f < best {
+		for _, f := range touched {
+			if l := leads[f]; l > 0 && (best < 0 || l > leads[best] || l == leads[best] && f < best) {
 				best = f
 			}
 		}
-		pers := float64(o.leads[best]) / float64(o.n)
-		sh := o.share[best] / float64(o.n)
-
+		pers := float64(leads[best]) / float64(n)
+		sh := shareSum[best] / float64(n)
+		for _, f := range touched {
+			leads[f], shareSum[f], inSeg[f] = 0, 0, false
+		}
+		touched = touched[:0]
 		if pers >= minOwnerPersistence && sh >= minOwnerShare {
-			owner[s] = best
+			owner[seg] = best
 			c := pers * sh
 			if prev, ok := cand[best]; !ok || c < prev {
 				cand[best] = c
 			}
 		}
 	}
+	type divider struct {
+		f    int32
+		conf float64
+	}
 	candKeys := dividerKeys(cand)
+	// Each candidate's mean share in the segments it does not own, within the window
+	// (foreign) and before it (before): the sum of its shares in the cells of those
+	// segments over their count, in one pass over the cells' firms. A cell where the
+	// candidate did not sell counts as a share of 0.
+	candOf := make([]int32, nf) // candidate index + 1; 0 for other firms
+	for i, f := range candKeys {
+		candOf[f] = int32(i + 1)
+	}
+	type shareMean struct {
+		sum   float64
+		cells int
+	}
+	foreign := make([]shareMean, len(candKeys))
+	before := make([]shareMean, len(candKeys))
+	var windowCells, beforeCells int
 	for k := range cells {
 		c := &cells[k]
-		if c.t < d.from || c.t > d.to {
+		if c.t > d.to {
 			continue
 		}
-		for _, f := range candKeys {
-			if ow, ok := owner[c.seg]; ok && ow == f {
-				continue
+		if stop.tick(len(c.firms)) {
+			return nil
+		}
+		acc, total := foreign, &windowCells
+		if c.t < d.from {
+			acc, total = before, &beforeCells
+		}
+		*total++
+		ow, owned := owner[c.seg]
+		if owned {
+			acc[candOf[ow]-1].cells--
+		}
+		for x, f := range c.firms {
+			if i := candOf[f]; i > 0 && !(owned && ow == f) {
+				acc[i-1].sum += c.shares[x]
 			}
-			m := foreign[f]
-			if m == nil {
-				m = &moments{}
-				foreign[f] = m
-			}
-			m.Add(shareOf(c, f))
 		}
 	}
-	// Each candidate's mean share before the window in the segments it does not own.
-	before := map[int32]*moments{}
-	for k := range cells {
-		c := &cells[k]
-		if c.t >= d.from {
-			continue
-		}
-		for _, f := range candKeys {
-			if ow, ok := owner[c.seg]; ok && ow == f {
-				continue
-			}
-			m := before[f]
-			if m == nil {
-				m = &moments{}
-				before[f] = m
-			}
-			m.Add(shareOf(c, f))
-		}
+	mean := func(m shareMean, total int) (float64, bool) {
+		n := total + m.cells
+		return m.sum / float64(n), n > 0
 	}
 	var divs []divider
-	for _, f := range candKeys {
-		if m := foreign[f]; m != nil && m.Mean > maxForeignShare {
+	for i, f := range candKeys {
+		if m, ok := mean(foreign[i], windowCells); ok && m > maxForeignShare {
 			continue
 		}
-		if m := before[f]; m != nil && m.Mean >= minForeignBefore {
+		if m, ok := mean(before[i], beforeCells); ok && m >= minForeignBefore {
 			divs = append(divs, divider{f, cand[f]})
 		}
 	}
@@ -294,6 +339,25 @@ func analyseDivision(v *input, periodIdx map[int64]int, stop *stopper) *division
 		d.score = math.Max(0.5, d.score)
 	}
 	return d
+}
+
+// countingSort returns rows stably ordered by key (in [0, keys)), in time linear in
+// len(rows) + keys.
+func countingSort[R any](rows []R, keys int, key func(R) int) []R {
+	start := make([]int, keys+1)
+	for _, r := range rows {
+		start[key(r)+1]++
+	}
+	for k := 1; k <= keys; k++ {
+		start[k] += start[k-1]
+	}
+	out := make([]R, len(rows))
+	for _, r := range rows {
+		k := key(r)
+		out[start[k]] = r
+		start[k]++
+	}
+	return out
 }
 
 func dividerKeys(m map[int32]float64) []int32 {

@@ -2,7 +2,6 @@ package convergence
 
 import (
 	"math"
-	"slices"
 )
 
 // series is one firm's observations aggregated per period, in period order.
@@ -44,18 +43,19 @@ func identified(rho, se float64) bool {
 	return se == 0 && rho != 0 || se > 0 && math.Abs(rho)/se >= minPassThroughT
 }
 
-func buildPanel(v *input) *panel {
+// buildPanel returns nil when stop ends the work first.
+func buildPanel(v *input, stop *stopper) *panel {
 	T := len(v.keys)
 	idx := make(map[int64]int, T)
 	for i, k := range v.keys {
 		idx[k] = i
 	}
 	pn := &panel{T: T, firms: make([]series, len(v.firms)), byName: make(map[string]int, len(v.firms))}
-	for f, name := range v.firms {
-		pn.firms[f].name = name
-		pn.byName[name] = f
-		rows := v.byFirm[f]
-		s := &pn.firms[f]
+	// Each firm's series are windows of six arrays shared by all firms (one allocation
+	// each, not six per firm: 250,000 firms would otherwise make 1.5 million small
+	// allocations, and the collector's work on them delays the analysis's looks at ctx).
+	periods := make([]int, len(v.firms)+1)
+	for f, rows := range v.byFirm {
 		n := 0
 		for lo := 0; lo < len(rows); n++ {
 			hi := lo + 1
@@ -64,8 +64,21 @@ func buildPanel(v *input) *panel {
 			}
 			lo = hi
 		}
-		s.t = make([]int, 0, n)
-		s.p, s.c, s.q, s.pi = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+		periods[f+1] = periods[f] + n
+	}
+	all := periods[len(v.firms)]
+	ts := make([]int, all)
+	ps, cs, qs, pis, ys := make([]float64, all), make([]float64, all), make([]float64, all), make([]float64, all), make([]float64, all)
+	for f, name := range v.firms {
+		pn.firms[f].name = name
+		pn.byName[name] = f
+		rows := v.byFirm[f]
+		if stop.tick(len(rows)) {
+			return nil
+		}
+		s := &pn.firms[f]
+		lo, hi := periods[f], periods[f+1]
+		s.t, s.p, s.c, s.q, s.pi, s.y = ts[lo:lo:hi], ps[lo:lo:hi], cs[lo:lo:hi], qs[lo:lo:hi], pis[lo:lo:hi], ys[lo:hi:hi]
 		for lo := 0; lo < len(rows); {
 			hi := lo + 1
 			for hi < len(rows) && rows[hi].key == rows[lo].key {
@@ -80,7 +93,9 @@ func buildPanel(v *input) *panel {
 			lo = hi
 		}
 	}
-	pn.passThrough()
+	if pn.passThrough(stop); stop.check() {
+		return nil
+	}
 	return pn
 }
 
@@ -191,10 +206,13 @@ func (ps ptSums) fit() (rho, se float64, ok bool) {
 // estimate pooled over all firms, the more precise one that is identified (at least
 // minPassThroughT standard errors from 0) is used; when neither is, costs do not move
 // enough to matter and y = p. Estimates are clamped to [0, 2].
-func (pn *panel) passThrough() {
+func (pn *panel) passThrough(stop *stopper) {
 	var pool ptSums
 	sums := make([]ptSums, len(pn.firms))
 	for i := range pn.firms {
+		if stop.tick(len(pn.firms[i].p)) {
+			return
+		}
 		sums[i] = pn.firms[i].ptSums()
 		pool.sxy += sums[i].sxy
 		pool.sxx += sums[i].sxx
@@ -206,12 +224,15 @@ func (pn *panel) passThrough() {
 	pok = pok && identified(pr, pse)
 	for i := range pn.firms {
 		s := &pn.firms[i]
+		if stop.tick(len(s.p)) {
+			return
+		}
 		rho, se, ok := sums[i].fit()
 		ok = ok && identified(rho, se)
 		if pok && (!ok || pse < se) {
 			rho, ok = pr, true
 		}
-		s.y = slices.Clone(s.p)
+		copy(s.y, s.p) // s.y has s.p's length (buildPanel)
 		if ok {
 			s.rho, s.hasRho = math.Max(0, math.Min(2, rho)), true
 			var cm moments

@@ -68,7 +68,9 @@ func analysePrices(pn *panel, alpha float64, stop *stopper) *priceStats {
 	if cvs.N > 0 {
 		ps.cv = cvs.Mean
 	}
-	ps.syncRate = syncRate(pn)
+	if ps.syncRate = syncRate(pn, stop); stop.check() {
+		return ps
+	}
 	ps.pairwise(pn, alpha, stop)
 	return ps
 }
@@ -98,7 +100,7 @@ func (s *series) changes() (ts []int, d []float64) {
 
 // syncRate is the share of material price changes matched by a same-direction material
 // change of another firm in the same or an adjacent period.
-func syncRate(pn *panel) float64 {
+func syncRate(pn *panel, stop *stopper) float64 {
 	T := pn.T
 	up := make([]int32, T+2)
 	down := make([]int32, T+2)
@@ -109,6 +111,9 @@ func syncRate(pn *panel) float64 {
 	all := make([][]ch, len(pn.firms))
 	for i := range pn.firms {
 		s := &pn.firms[i]
+		if stop.tick(len(s.t)) {
+			return math.NaN()
+		}
 		ts, d := s.changes()
 		thr := materialChange * math.Abs(s.meanY)
 		for k, dv := range d {
@@ -154,6 +159,9 @@ func (ps *priceStats) pairwise(pn *panel, alpha float64, stop *stopper) {
 	}
 	var cands []cand
 	for i := range pn.firms {
+		if stop.tick(len(pn.firms[i].t)) {
+			return
+		}
 		ts, d := pn.firms[i].changes()
 		if len(d) >= minPairChanges {
 			cands = append(cands, cand{i, ts, d})
@@ -168,6 +176,11 @@ func (ps *priceStats) pairwise(pn *panel, alpha float64, stop *stopper) {
 		return
 	}
 	P := len(cands)
+	// Room for every pair up front: the pairs and their index are the largest structures
+	// of the analysis at 200 pair firms (19,900 pairs), and growing them by doubling would
+	// hold both the old and the new arrays at once.
+	ps.pairs = make([]pairStats, 0, P*(P-1)/2)
+	ps.pairOf = make(map[[2]int]int, P*(P-1))
 	z := make([][]float64, P)
 	mask := make([][]uint64, P)
 	words := (T + 63) / 64
@@ -310,11 +323,26 @@ func clampCorr(c float64) float64 {
 
 // groupCorrelation is the mean lag-0 correlation and the mean co-movement over the pairs of
 // the given panel firms that were analysed (NaN when none).
+//
+// Only the pair firms (at most maxPairFirms) have pairs, so the members among them are kept,
+// in the members' order: the same pairs in the same order as over all the members' pairs,
+// in time linear in the members rather than quadratic (a group may hold most of a market's
+// firms).
 func (ps *priceStats) groupCorrelation(members []int) (c0, co float64) {
+	inPairs := make(map[int]bool, len(ps.pairFirms))
+	for _, f := range ps.pairFirms {
+		inPairs[f] = true
+	}
+	var pm []int
+	for _, f := range members {
+		if inPairs[f] {
+			pm = append(pm, f)
+		}
+	}
 	var a, b moments
-	for x := 0; x < len(members); x++ {
-		for y := x + 1; y < len(members); y++ {
-			k, ok := ps.pairOf[[2]int{members[x], members[y]}]
+	for x := 0; x < len(pm); x++ {
+		for y := x + 1; y < len(pm); y++ {
+			k, ok := ps.pairOf[[2]int{pm[x], pm[y]}]
 			if !ok {
 				continue
 			}

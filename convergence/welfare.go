@@ -45,7 +45,8 @@ type welfareStats struct {
 // analyseWelfare computes the profit gain Δ (spec: π̄ over all firm-periods on the profit
 // basis, else p̄ on the price basis), the mean markup, the cost pass-through, and the
 // per-firm tests of H0: Δ_i ≤ τ by batch means at level alphaW/(N − 1).
-func analyseWelfare(v *input, pn *panel, alphaW float64) *welfareStats {
+// It returns early, with what it holds, when stop ends the work first.
+func analyseWelfare(v *input, pn *panel, alphaW float64, stop *stopper) *welfareStats {
 	w := &welfareStats{gain: math.NaN(), markup: math.NaN(), passThrough: math.NaN(), lower2: math.Inf(-1), hasCosts: v.anyCost}
 	b := v.bench
 	switch {
@@ -60,6 +61,9 @@ func analyseWelfare(v *input, pn *panel, alphaW float64) *welfareStats {
 	w.firms = make([]firmGain, len(pn.firms))
 	for i := range pn.firms {
 		s := &pn.firms[i]
+		if stop.tick(len(s.p)) {
+			return w
+		}
 		for k := range s.p {
 			if !math.IsNaN(s.c[k]) {
 				mk.Add((s.p[k] - s.c[k]) / s.p[k])
@@ -101,6 +105,9 @@ func analyseWelfare(v *input, pn *panel, alphaW float64) *welfareStats {
 	var lows []float64
 	for i := range w.firms {
 		f := &w.firms[i]
+		if stop.tick(len(f.g)) {
+			return w
+		}
 		if len(f.g) < minPeriods {
 			f.p, f.lower = 1, math.Inf(-1)
 			continue
