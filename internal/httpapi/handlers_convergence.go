@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"riskapi/convergence"
+	"riskapi/engine"
 	"riskapi/internal/product"
 )
 
@@ -27,6 +29,12 @@ type analyzeMarketRequest struct {
 // validate applies the engine's own checks before anything runs or is stored; the engine
 // keeps what it indexed, so Analyze does not check the market again.
 func (req *analyzeMarketRequest) validate() *Error { return asValidation(req.Input.Validate()) }
+
+// estimate is the engine's estimate of the screen's work; Convergence has no background form.
+func (req *analyzeMarketRequest) estimate(time.Duration) (engine.Cost, bool, error) {
+	cost, err := convergence.Estimate(req.Input)
+	return cost, false, err
+}
 
 // handleAnalyzeMarket is POST /v1/convergence/analyze-market: screen the market, store the
 // analysis and, when collusion is found, the convergence.collusion_found event with it.
