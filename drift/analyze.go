@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"riskapi/engine"
 )
@@ -45,6 +46,33 @@ type prepared struct {
 	// stratum[i] is the action stratum of event i, of strata in all (see strata).
 	stratum []int
 	strata  int
+	// byParty[k]: the events party k benefits from, in event order; hasInstr: some event
+	// carries instructed_by; instructs[k]: party k instructed a monitoring event it
+	// benefits from (indexParties).
+	byParty   [][]partyEvent
+	hasInstr  bool
+	instructs []bool
+	// baseTotal: Σ total over the baseline, in event order; baseOver of baseOverN baseline
+	// events with overridden set were overridden. Each description reads them.
+	baseTotal           float64
+	baseOver, baseOverN int
+	// valued and identity: the event indices of the share series and of the instruction
+	// series, made once for every description that needs them (shareSeries, instrSeries).
+	valued, identity []int
+	// series and prefix: the memory of one party's series and of its fit's prefix sums,
+	// reused by the next description (a fresh 2.4 MB a party at 100,000 events kept the
+	// collector busy).
+	series, prefix []float64
+}
+
+// scratch returns n zeros in *buf, growing it when it is too short.
+func scratch(buf *[]float64, n int) []float64 {
+	if cap(*buf) < n {
+		*buf = make([]float64, n)
+	}
+	s := (*buf)[:n]
+	clear(s)
+	return s
 }
 
 // Analyze analyses an agent's events. It takes the events in timestamp order (stable for
@@ -54,11 +82,33 @@ type prepared struct {
 // is the strongest significant change in the agent's behaviour, if any
 // (method: docs/methods/drift.md).
 // It validates the input first (the events only unless Validate already checked them) and
-// returns an *engine.InputError when the input cannot be analysed, and ctx's error once ctx
-// ends: ctx is checked between the stages of the analysis, each a few tens of
-// milliseconds at 100,000 events.
+// returns an *engine.InputError when the input cannot be analysed. It then estimates the
+// work (Estimate) and refuses work above engine.DefaultSyncBudget with
+// WORK_LIMIT_EXCEEDED before starting it; describing detected parties beyond the first
+// costs a pass over the events each, so once the tests have found them it checks the
+// budget again with their number. It returns ctx's error once ctx ends: ctx is checked in
+// every loop over the events or the parties, so the analysis stops within milliseconds.
 func Analyze(ctx context.Context, in Input) (Analysis, error) {
-	if err := in.validateForAnalysis(); err != nil {
+	return analyze(ctx, in, engine.DefaultSyncBudget)
+}
+
+// analyze is Analyze with the CPU budget it refuses work above.
+func analyze(ctx context.Context, in Input, budget time.Duration) (Analysis, error) {
+	var stop atomic.Bool
+	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
+	stopped := stop.Load
+	if err := in.validateForAnalysis(stopped); err != nil {
+		if err == errStopped {
+			return Analysis{}, ctx.Err()
+		}
+		return Analysis{}, err
+	}
+	work := measureWorkload(&in, stopped)
+	if err := ctx.Err(); err != nil {
+		return Analysis{}, err
+	}
+	cost := work.cost()
+	if err := cost.Within(budget); err != nil {
 		return Analysis{}, err
 	}
 	alpha := DefaultSensitivity
@@ -69,7 +119,7 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 	// Analyze never modifies the events: they are read in place when already in time
 	// order, else from a stably sorted copy.
 	ev := in.Events
-	if !slices.IsSortedFunc(ev, func(a, b Event) int { return a.Timestamp.Compare(b.Timestamp) }) {
+	if !work.sorted {
 		ev = sortedByTime(ev)
 	}
 
@@ -94,7 +144,7 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 	if in.PrincipalID != nil {
 		principal = *in.PrincipalID
 	}
-	p := prepare(ev, nb, principal)
+	p := prepare(ev, nb, principal, stopped)
 	if err := ctx.Err(); err != nil {
 		return Analysis{}, err
 	}
@@ -113,9 +163,7 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 		res.PrincipalID = &id
 	}
 
-	var stopped atomic.Bool
-	defer context.AfterFunc(ctx, func() { stopped.Store(true) })()
-	tests := p.testParties(alpha, stopped.Load)
+	tests := p.testParties(alpha, stopped)
 	if err := ctx.Err(); err != nil {
 		return Analysis{}, err
 	}
@@ -124,11 +172,24 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 		pv[i] = t.p
 	}
 	adj := holm(pv)
-	minAdj := 1.0
-	for i, t := range tests {
+	minAdj, detected := 1.0, 0
+	for i := range tests {
 		minAdj = math.Min(minAdj, adj[i])
+		if adj[i] <= alpha {
+			detected++
+		}
+	}
+	// The estimate includes one description; each further one is a pass over the events.
+	cost.CPU += describeCost(n, detected)
+	if err := cost.Within(budget); err != nil {
+		return Analysis{}, err
+	}
+	for i, t := range tests {
 		if adj[i] > alpha {
 			continue
+		}
+		if stopped() {
+			return Analysis{}, ctx.Err()
 		}
 		res.ShadowPrincipals = append(res.ShadowPrincipals, p.describe(t, adj[i], alpha))
 	}
@@ -202,7 +263,8 @@ func sortedByTime(ev []Event) []Event {
 // benefits returns the non-principal parties with value > 0 on event i.
 func (p *prepared) benefits(i int) []benefit { return p.ben[p.off[i]:p.off[i+1]] }
 
-func prepare(ev []Event, nb int, principalID string) *prepared {
+// prepare computes the per-event quantities, or returns nil once stopped reports true.
+func prepare(ev []Event, nb int, principalID string, stopped func() bool) *prepared {
 	n := len(ev)
 	p := &prepared{
 		ev: ev, n: n, nb: nb,
@@ -221,6 +283,9 @@ func prepare(ev []Event, nb int, principalID string) *prepared {
 	}
 	p.ben = make([]benefit, 0, listed)
 	for i := range ev {
+		if stopped() {
+			return nil
+		}
 		for _, b := range ev[i].Beneficiaries {
 			if b.Value <= 0 || p.isPrincipal(b.Party) {
 				continue
@@ -270,50 +335,52 @@ func prepare(ev []Event, nb int, principalID string) *prepared {
 	}
 	p.winsorize()
 	p.stratum, p.strata = strata(ev)
+	if !p.indexParties(stopped) {
+		return nil
+	}
+	for i := 0; i < nb; i++ {
+		p.baseTotal += p.total[i]
+		if o := ev[i].Overridden; o != nil {
+			p.baseOverN++
+			if *o {
+				p.baseOver++
+			}
+		}
+	}
 	return p
 }
 
 // describe builds the ShadowPrincipal of a detected party: change point, first alarm,
 // shares, value captured and principal cost.
 func (p *prepared) describe(t partyTest, adjP, alpha float64) ShadowPrincipal {
-	n, nb := p.n, p.nb
+	nb := p.nb
 	name := p.names[t.party]
 	// The series the change point is located on: the indicator "instructed by and
 	// benefiting the party" on all events for the instruction path, else the party's
 	// per-event benefit share on events with any non-principal benefit.
 	var x []float64
-	var at []int // event index of each series element
+	var at []int
 	if t.viaInstr {
-		x = make([]float64, n)
-		at = make([]int, n)
-		for i := range p.ev {
-			at[i] = i
-			if p.ev[i].InstructedBy == name {
-				for _, b := range p.benefits(i) {
-					if b.party == t.party {
-						x[i] = 1
-					}
-				}
-			}
-		}
+		x, at = p.instrSeries(t.party)
 	} else {
 		x, at = p.shareSeries(t.party)
 	}
 	cp := nb // monitoring window when no change point can be fitted
 	firstPos := -1
-	if s, _, ok := rampFit(x); ok {
+	if s, _, ok := rampFitIn(x, scratch(&p.prefix, 2*(len(x)+1))); ok {
 		cp = at[s]
 		// Sequential detector from the start of monitoring, in-control mean and sd from baseline.
 		startPos := 0
 		for startPos < len(at) && at[startPos] < nb {
 			startPos++
 		}
-		var b, all moments
-		for i, v := range x {
+		var b moments
+		for _, v := range x[:startPos] {
+			b.Add(v)
+		}
+		all := b // the same additions, continued over the rest of the series
+		for _, v := range x[startPos:] {
 			all.Add(v)
-			if i < startPos {
-				b.Add(v)
-			}
 		}
 		sd := math.Sqrt(b.Variance())
 		if sd < 1e-9 {
@@ -337,28 +404,24 @@ func (p *prepared) describe(t partyTest, adjP, alpha float64) ShadowPrincipal {
 		fd := p.ev[at[firstPos]].Timestamp
 		sp.FirstDetectedAt = &fd
 	}
-	var baseV, baseTot, recV, recTot float64
-	for i := 0; i < n; i++ {
-		v := 0.0
-		for _, b := range p.benefits(i) {
-			if b.party == t.party {
-				v = b.value
+	// The party's amounts from its own events; the totals over all events are summed in
+	// event order, as the shares they divide have always been.
+	var baseV, recV float64
+	for _, e := range p.byParty[t.party] {
+		if e.i < nb {
+			baseV += e.value
+		}
+		if e.i >= cp {
+			recV += e.value
+			sp.Events++
+			if p.hasLoss[e.i] {
+				sp.PrincipalCost += p.loss[e.i]
 			}
 		}
-		if i < nb {
-			baseV += v
-			baseTot += p.total[i]
-		}
-		if i >= cp {
-			recV += v
-			recTot += p.total[i]
-			if v > 0 {
-				sp.Events++
-				if p.hasLoss[i] {
-					sp.PrincipalCost += p.loss[i]
-				}
-			}
-		}
+	}
+	baseTot, recTot := p.baseTotal, 0.0
+	for _, v := range p.total[cp:] {
+		recTot += v
 	}
 	if baseTot > 0 {
 		sp.BaselineShare = baseV / baseTot
@@ -387,28 +450,12 @@ func (p *prepared) describe(t partyTest, adjP, alpha float64) ShadowPrincipal {
 // overrideRise tests whether events benefiting the party from cp on were overridden more
 // often than baseline events (conditional exact binomial test at alpha).
 func (p *prepared) overrideRise(party, cp int, alpha float64) bool {
-	bo, bn, wo, wn := 0, 0, 0, 0
-	for i := range p.ev {
-		o := p.ev[i].Overridden
-		if o == nil {
-			continue
-		}
-		if i < p.nb {
-			bn++
+	bo, bn, wo, wn := p.baseOver, p.baseOverN, 0, 0
+	for _, e := range p.byParty[party] {
+		if o := p.ev[e.i].Overridden; o != nil && e.i >= p.nb && e.i >= cp {
+			wn++
 			if *o {
-				bo++
-			}
-			continue
-		}
-		if i < cp {
-			continue
-		}
-		for _, b := range p.benefits(i) {
-			if b.party == party {
-				wn++
-				if *o {
-					wo++
-				}
+				wo++
 			}
 		}
 	}

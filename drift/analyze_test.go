@@ -20,6 +20,9 @@ func f64(v float64) *float64 { return &v }
 
 func ptr[T any](v T) *T { return &v }
 
+// never is a stop function that never says stop.
+func never() bool { return false }
+
 var t0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
 // steeringInput is a hand-built agent: vendor_a serves the principal until event 120,
@@ -418,8 +421,8 @@ func TestShareScanIsCalibratedUnderNoChange(t *testing.T) {
 	tested := 0
 	for s := int64(0); s < 300; s++ {
 		in, _ := Generate(ScenarioAligned, 80_000+s, GenParams{Events: 800})
-		p := prepare(in.Events, 240, *in.PrincipalID)
-		for _, pt := range p.testParties(0.01, func() bool { return false }) {
+		p := prepare(in.Events, 240, *in.PrincipalID, never)
+		for _, pt := range p.testParties(0.01, never) {
 			tested++
 			for i, c := range cuts {
 				if pt.pShare <= c {

@@ -3,27 +3,49 @@ package drift
 // shareSeries is the party's per-event benefit share v_ip/V_i on the events with any
 // non-principal benefit (0 where the party gets nothing), with each element's event index.
 func (p *prepared) shareSeries(party int) (x []float64, at []int) {
-	x = make([]float64, 0, p.cntV[p.n])
-	at = make([]int, 0, p.cntV[p.n])
-	for i := range p.ev {
-		if p.total[i] <= 0 {
-			continue
-		}
-		v := 0.0
-		for _, b := range p.benefits(i) {
-			if b.party == party {
-				v = b.value / p.total[i]
+	if p.valued == nil {
+		p.valued = make([]int, 0, p.cntV[p.n])
+		for i := range p.ev {
+			if p.total[i] > 0 {
+				p.valued = append(p.valued, i)
 			}
 		}
-		x = append(x, v)
-		at = append(at, i)
 	}
-	return x, at
+	x = scratch(&p.series, p.cntV[p.n])
+	for _, e := range p.byParty[party] {
+		x[p.cntV[e.i]] = e.share // the event's position among those with benefit
+	}
+	return x, p.valued
+}
+
+// instrSeries is the indicator "instructed by and benefiting the party" on every event,
+// with each element's event index.
+func (p *prepared) instrSeries(party int) (x []float64, at []int) {
+	if p.identity == nil {
+		p.identity = make([]int, p.n)
+		for i := range p.identity {
+			p.identity[i] = i
+		}
+	}
+	x = scratch(&p.series, p.n)
+	for _, e := range p.byParty[party] {
+		if e.instr {
+			x[e.i] = 1
+		}
+	}
+	return x, p.identity
 }
 
 // lossSeries is the winsorized principal loss of the events that have one, with each
 // element's event index.
 func (p *prepared) lossSeries() (x []float64, at []int) {
+	count := 0
+	for _, ok := range p.hasLoss {
+		if ok {
+			count++
+		}
+	}
+	x, at = make([]float64, 0, count), make([]int, 0, count)
 	for i := range p.ev {
 		if p.hasLoss[i] {
 			x = append(x, p.wLoss[i])
@@ -105,7 +127,7 @@ func (p *prepared) behaviourChange(tests []partyTest, alpha float64) (idx int, o
 	} else {
 		x, at = p.lossSeries()
 	}
-	s, _, fit := rampFit(x)
+	s, _, fit := rampFitIn(x, scratch(&p.prefix, 2*(len(x)+1)))
 	if !fit {
 		return 0, false
 	}

@@ -9,13 +9,21 @@ import "math"
 // points and then refined one index at a time by coordinate descent; every evaluation is
 // O(1) from prefix sums. It returns s and e (0 < s < e ≤ len(x)), or ok=false when
 // len(x) < 4.
-func rampFit(x []float64) (s, e int, ok bool) {
+func rampFit(x []float64) (s, e int, ok bool) { return rampFitIn(x, nil) }
+
+// rampFitIn is rampFit with its prefix sums kept in buf when buf has room for them
+// (2·(len(x)+1) elements), so that fits one after another reuse the same memory.
+func rampFitIn(x, buf []float64) (s, e int, ok bool) {
 	m := len(x)
 	if m < 4 {
 		return 0, 0, false
 	}
-	px := make([]float64, m+1)  // Σ x
-	pix := make([]float64, m+1) // Σ i·x
+	if cap(buf) < 2*(m+1) {
+		buf = make([]float64, 2*(m+1))
+	}
+	px := buf[:m+1]           // Σ x
+	pix := buf[m+1 : 2*(m+1)] // Σ i·x
+	px[0], pix[0] = 0, 0
 	for i, v := range x {
 		px[i+1] = px[i] + v
 		pix[i+1] = pix[i] + float64(i)*v

@@ -157,7 +157,7 @@ func TestTestValuesAreCentred(t *testing.T) {
 			e.BestAlternativeValue = f64(*e.BestAlternativeValue + 1e6)
 		}
 	}
-	a, b := prepare(in.Events, 450, principalOf(in)), prepare(shifted, 450, principalOf(in))
+	a, b := prepare(in.Events, 450, principalOf(in), never), prepare(shifted, 450, principalOf(in), never)
 	for i := range in.Events {
 		if math.Abs(a.wLoss[i]-b.wLoss[i]) > 1e-6 || math.Abs(a.wPV[i]-b.wPV[i]) > 1e-6 {
 			t.Fatalf("event %d: centred loss %v / %v, value %v / %v", i, a.wLoss[i], b.wLoss[i], a.wPV[i], b.wPV[i])

@@ -6,3 +6,7 @@ package drift
 // the analysis about tenfold, so under it the large run uses smaller (still ≥ 5,000-event)
 // agents; its targets are the same.
 var largeEvents = [2]int{5_000, 8_000}
+
+// raceDetector reports whether the tests run under the race detector, which slows the
+// analysis 10 to 100 times.
+const raceDetector = true

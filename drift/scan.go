@@ -223,6 +223,51 @@ func stratifiedZ(win, ref []sums, sign, margin float64) (z, m, r float64) {
 	return skewCorrect(p, gamma), w.n, r
 }
 
+// partyEvent is one event a party benefits from: its index, the party's value and its
+// share of the event's non-principal benefit, and whether the party also instructed it.
+type partyEvent struct {
+	i     int
+	value float64
+	share float64
+	instr bool
+}
+
+// indexParties fills byParty, hasInstr and instructs from the events' benefits: every
+// party's events in event order, so that the per-party tests and descriptions read only a
+// party's own events, never all n events once per party. It returns false, unfinished,
+// once stopped reports true.
+func (p *prepared) indexParties(stopped func() bool) bool {
+	count := make([]int, len(p.names))
+	for _, b := range p.ben {
+		count[b.party]++
+	}
+	flat := make([]partyEvent, len(p.ben))
+	p.byParty = make([][]partyEvent, len(p.names))
+	off := 0
+	for k, c := range count {
+		p.byParty[k] = flat[off : off : off+c]
+		off += c
+	}
+	p.instructs = make([]bool, len(p.names))
+	for i := range p.ev {
+		if stopped() {
+			return false
+		}
+		ib := p.ev[i].InstructedBy
+		if ib != "" {
+			p.hasInstr = true
+		}
+		for _, b := range p.benefits(i) {
+			in := ib != "" && ib == p.names[b.party]
+			p.byParty[b.party] = append(p.byParty[b.party], partyEvent{i: i, value: b.value, share: b.value / p.total[i], instr: in})
+			if in && i >= p.nb {
+				p.instructs[b.party] = true
+			}
+		}
+	}
+	return true
+}
+
 // testParties runs the per-party tests for every non-principal party that benefits from
 // an event in the monitoring window.
 func (p *prepared) testParties(alpha float64, stopped func() bool) []partyTest {
@@ -234,40 +279,7 @@ func (p *prepared) testParties(alpha float64, stopped func() bool) []partyTest {
 	rule := newOwenRule()
 	stratum, A := p.stratum, p.strata
 	margin := harmFloor * math.Abs(p.basePV)
-	// Per party sparse entries, in event order.
-	type entry struct {
-		i     int
-		share float64
-		instr bool
-	}
-	entries := make([][]entry, len(p.names))
-	{
-		count := make([]int, len(p.names))
-		for _, b := range p.ben {
-			count[b.party]++
-		}
-		flat := make([]entry, len(p.ben))
-		off := 0
-		for k, c := range count {
-			entries[k] = flat[off : off : off+c]
-			off += c
-		}
-	}
-	hasInstr := false
-	instructs := make([]bool, len(p.names))
-	for i := range p.ev {
-		ib := p.ev[i].InstructedBy
-		if ib != "" {
-			hasInstr = true
-		}
-		for _, b := range p.benefits(i) {
-			in := ib != "" && ib == p.names[b.party]
-			entries[b.party] = append(entries[b.party], entry{i: i, share: b.value / p.total[i], instr: in})
-			if in && i >= nb {
-				instructs[b.party] = true
-			}
-		}
-	}
+	entries, hasInstr, instructs := p.byParty, p.hasInstr, p.instructs
 	// References of the harm arms: loss and principal value of all events before each
 	// window start, per action stratum (refLoss[j*A+a]).
 	refLoss := make([]sums, G*A)
@@ -317,7 +329,7 @@ func (p *prepared) testParties(alpha float64, stopped func() bool) []partyTest {
 	order := make([]int, G)
 	lower := make([]float64, G)
 
-	var out []partyTest
+	out := make([]partyTest, 0, len(p.names)) // at most one a party, made once
 	for k := range p.names {
 		if stopped() {
 			return nil // Analyze returns the context's error

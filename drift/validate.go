@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -73,18 +74,7 @@ func (in *Input) ValidateMember(name string) error {
 			return engine.Invalid("", "principal_id", fmt.Sprintf("string (1-%d chars)", MaxPartyChars), "string", "principal_id must be 1 to %d characters long.", MaxPartyChars)
 		}
 	case "events":
-		in.eventsChecked = engine.Slice[Event]{}
-		const expected = "array (20-100000 events)"
-		switch n := len(in.Events); {
-		case in.Events == nil:
-			return engine.Invalid("", "events", expected, "missing", "events is required: %d to %d events.", MinEvents, MaxEvents)
-		case n < MinEvents || n > MaxEvents:
-			return engine.Invalid("", "events", expected, "array", "events must hold %d to %d events (it holds %d).", MinEvents, MaxEvents, n)
-		}
-		if err := ValidateEvents(in.Events); err != nil {
-			return err
-		}
-		in.eventsChecked = engine.SliceOf(in.Events)
+		return in.validateEvents(nil)
 	case "window":
 		return in.validateWindow()
 	case "baseline":
@@ -96,6 +86,28 @@ func (in *Input) ValidateMember(name string) error {
 	}
 	return nil
 }
+
+// validateEvents checks member "events" and remembers the events when they pass. It gives
+// up with errStopped once stopped (when not nil) reports true: Analyze's check of the
+// events of a request it has been asked to abandon.
+func (in *Input) validateEvents(stopped func() bool) error {
+	in.eventsChecked = engine.Slice[Event]{}
+	const expected = "array (20-100000 events)"
+	switch n := len(in.Events); {
+	case in.Events == nil:
+		return engine.Invalid("", "events", expected, "missing", "events is required: %d to %d events.", MinEvents, MaxEvents)
+	case n < MinEvents || n > MaxEvents:
+		return engine.Invalid("", "events", expected, "array", "events must hold %d to %d events (it holds %d).", MinEvents, MaxEvents, n)
+	}
+	if err := validateEvents(in.Events, stopped); err != nil {
+		return err
+	}
+	in.eventsChecked = engine.SliceOf(in.Events)
+	return nil
+}
+
+// errStopped is validateEvents' answer once it was stopped.
+var errStopped = errors.New("drift: validation stopped")
 
 // validateAgentID checks agent_id; an empty one that was sent is a string the contract
 // refuses, not a missing member.
@@ -178,8 +190,13 @@ func (b *EventBatch) Validate() error {
 
 // ValidateEvents checks events (the value of member "events") in document order: every
 // member of every event against the contract, with paths such as events[3].timestamp.
-func ValidateEvents(events []Event) error {
+func ValidateEvents(events []Event) error { return validateEvents(events, nil) }
+
+func validateEvents(events []Event, stopped func() bool) error {
 	for i := range events {
+		if stopped != nil && stopped() {
+			return errStopped
+		}
 		if err := events[i].validate(i); err != nil {
 			return err
 		}
@@ -259,14 +276,19 @@ func (in *Input) ValidateWithoutEvents() error {
 	return nil
 }
 
-// validateForAnalysis is Analyze's check: every member, the events unless Validate (or
-// ValidateMember) already passed these very events.
-func (in *Input) validateForAnalysis() error {
+// validateForAnalysis is the check of Analyze and Estimate: every member, the events unless
+// Validate (or ValidateMember) already passed these very events. With a stopped function
+// (Analyze's) it gives up with errStopped once that reports true.
+func (in *Input) validateForAnalysis(stopped func() bool) error {
 	for _, name := range inputMembers {
-		if name == "events" && len(in.Events) > 0 && in.eventsChecked == engine.SliceOf(in.Events) {
-			continue
+		var err error
+		switch {
+		case name != "events":
+			err = in.ValidateMember(name)
+		case len(in.Events) == 0 || in.eventsChecked != engine.SliceOf(in.Events):
+			err = in.validateEvents(stopped)
 		}
-		if err := in.ValidateMember(name); err != nil {
+		if err != nil {
 			return err
 		}
 	}
