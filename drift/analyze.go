@@ -83,13 +83,17 @@ func scratch(buf *[]float64, n int) []float64 {
 // (method: docs/methods/drift.md).
 // It validates the input first (the events only unless Validate already checked them) and
 // returns an *engine.InputError when the input cannot be analysed. It then estimates the
-// work (Estimate) and refuses work above engine.DefaultSyncBudget with
+// work (Estimate) and refuses work above in.Budget (default engine.DefaultSyncBudget) with
 // WORK_LIMIT_EXCEEDED before starting it; describing detected parties beyond the first
 // costs a pass over the events each, so once the tests have found them it checks the
 // budget again with their number. It returns ctx's error once ctx ends: ctx is checked in
 // every loop over the events or the parties, so the analysis stops within milliseconds.
 func Analyze(ctx context.Context, in Input) (Analysis, error) {
-	return analyze(ctx, in, engine.DefaultSyncBudget)
+	budget := in.Budget
+	if budget <= 0 {
+		budget = engine.DefaultSyncBudget
+	}
+	return analyze(ctx, in, budget)
 }
 
 // analyze is Analyze with the CPU budget it refuses work above.

@@ -71,6 +71,11 @@ type Input struct {
 	// Sensitivity is the family-wise false-alarm level in (0, 0.2]; nil means
 	// DefaultSensitivity.
 	Sensitivity *float64 `json:"sensitivity,omitzero"`
+	// Budget is the most CPU time (one core) the analysis may take by its estimate (Estimate,
+	// then the descriptions of what it found); above it Analyze refuses with
+	// WORK_LIMIT_EXCEEDED before doing that work. Zero means engine.DefaultSyncBudget. It is
+	// the caller's setting, never part of a request body.
+	Budget time.Duration `json:"-"`
 
 	// eventsChecked identifies the events Validate found valid (engine.SliceOf), so that
 	// Analyze does not check the same events twice; events replaced, grown or cut since

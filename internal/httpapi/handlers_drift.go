@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"riskapi/drift"
+	"riskapi/engine"
 	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
@@ -84,6 +85,18 @@ func (req *analyzeDriftRequest) validate() *Error {
 	return asValidation(req.Validate())
 }
 
+// estimate is the engine's estimate of the analysis of inline events. Stored events are
+// estimated once they are read (handleAnalyzeDrift); the engine itself refuses either above
+// the budget, since what describing the parties it finds costs is known only once it has.
+func (req *analyzeDriftRequest) estimate(budget time.Duration) (engine.Cost, bool, error) {
+	req.Budget = budget
+	if req.Events == nil {
+		return engine.Cost{}, false, nil
+	}
+	cost, err := drift.Estimate(req.Input)
+	return cost, false, err
+}
+
 // handleAnalyzeDrift is POST /v1/drift/analyze: analyse inline events, or the agent's stored
 // ones within window, store the analysis and, when a shadow principal is found, the
 // drift.shadow_detected event in the same transaction.
@@ -96,6 +109,16 @@ func (s *Server) handleAnalyzeDrift() http.Handler {
 				return 0, nil, e
 			}
 			in.Events, in.Window = events, nil
+			cost, err := drift.Estimate(in)
+			if err != nil {
+				return 0, nil, err
+			}
+			if e := s.checkCost(cost, false); e != nil {
+				return 0, nil, e
+			}
+			if e := s.reserveWork(r, cost); e != nil {
+				return 0, nil, e
+			}
 		}
 		analysis, err := drift.Analyze(r.Context(), in)
 		if err != nil {
