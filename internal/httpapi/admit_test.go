@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"riskapi/convergence"
+	"riskapi/drift"
 	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
@@ -122,4 +124,33 @@ func TestRequestsWaitForMemoryThenGet503(t *testing.T) {
 		t.Fatalf("held request: %d %s", res.status, res.raw)
 	}
 	(<-done).wantSuccess(t)
+}
+
+// TestWorkAboveTheSyncBudgetIsRefusedBeforeItStarts sets a budget no analysis fits, so every
+// product without a background form refuses with WORK_LIMIT_EXCEEDED naming the input that
+// drives the cost; the refusal is a validation 400, never stored under the Idempotency-Key.
+func TestWorkAboveTheSyncBudgetIsRefusedBeforeItStarts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Bounds.SyncBudget = time.Microsecond }, nil)
+	market, _ := convergence.Generate(convergence.ScenarioCartel, 5, convergence.GenParams{})
+	agent, _ := drift.Generate(drift.ScenarioShadow, 3, drift.GenParams{Events: 500})
+	cases := []struct{ path, body, field string }{
+		{"/v1/convergence/analyze-market", string(mustJSON(t, market)), "observations"},
+		{"/v1/drift/analyze", string(mustJSON(t, agent)), "events"},
+	}
+	for _, c := range cases {
+		for range 2 {
+			r := b.do(http.MethodPost, c.path, strings.NewReader(c.body), map[string]string{
+				"Authorization": "Bearer " + b.testKey, "Content-Type": "application/json", "Idempotency-Key": "budget-" + c.field})
+			r.wantError(t, http.StatusBadRequest, "validation_error", "WORK_LIMIT_EXCEEDED")
+			if r.field("error.details.field") != c.field || r.header.Get("Idempotent-Replayed") != "" ||
+				!strings.Contains(r.field("error.details.expected").(string), "0.000s") ||
+				!strings.Contains(r.field("error.details.received").(string), "estimated") {
+				t.Fatalf("%s: %s", c.path, r.raw)
+			}
+		}
+	}
+	if list := b.get("/v1/convergence/analyses", b.testKey); len(list.field("data").([]any)) != 0 {
+		t.Fatalf("a refused analysis was stored: %s", list.raw)
+	}
 }
