@@ -34,7 +34,7 @@ type triplet struct {
 
 // buildCSR groups (row, col, w, p) entries by row, sorts each row by column (stably, so
 // duplicates are summed in input order) and merges duplicates. It returns ctx's error if
-// ctx is cancelled meanwhile (it looks every 4,096 rows).
+// ctx is cancelled meanwhile (it looks every 65,536 entries and 4,096 rows: ≈ 1 ms).
 func buildCSR(ctx context.Context, n int, rows, cols []int32, w, p []float64) (start, to []int32, ws, ps []float64, err error) {
 	start = make([]int32, n+1)
 	for _, r := range rows {
@@ -47,6 +47,11 @@ func buildCSR(ctx context.Context, n int, rows, cols []int32, w, p []float64) (s
 	copy(fill, start[:n])
 	buf := make([]triplet, len(rows))
 	for k, r := range rows {
+		if k%65536 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, nil, nil, err
+			}
+		}
 		t := triplet{col: cols[k], w: w[k]}
 		if p != nil {
 			t.p = p[k]
@@ -107,6 +112,11 @@ func newNetwork(ctx context.Context, s *spec) (*network, error) {
 	cols := make([]int32, 0, 2*m)
 	half := make([]float64, 0, 2*m)
 	for i := 0; i < n; i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		for e := g.outStart[i]; e < g.outStart[i+1]; e++ {
 			t, w := g.outTo[e], g.outW[e]
 			g.exposure[i] += w
