@@ -241,7 +241,10 @@ func naiveThreshold(nb naiveBanks, runs int, seed int64) ([]float64, []float64) 
 
 // prefAttach is a preferential-attachment graph (Barabási–Albert style: each new node links
 // to m earlier nodes, half uniformly, half proportionally to degree); m = 1 gives a tree.
-func prefAttach(n, m int, seed uint64) *network {
+func prefAttach(n, m int, seed uint64) *network { return undirected(n, prefAttachPairs(n, m, seed)) }
+
+// prefAttachPairs are the links of prefAttach.
+func prefAttachPairs(n, m int, seed uint64) [][2]int {
 	r := rand.New(rand.NewPCG(seed, 2))
 	var p [][2]int
 	var ends []int
@@ -257,7 +260,7 @@ func prefAttach(n, m int, seed uint64) *network {
 			ends = append(ends, i, j)
 		}
 	}
-	return undirected(n, p)
+	return p
 }
 
 // BenchmarkAlgebraicConnectivity100k times λ₂ (LOBPCG, all cores for the products) on

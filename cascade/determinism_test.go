@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"riskapi/engine"
 )
 
 // mixedInput exercises every scenario type and node attribute.
@@ -144,6 +146,7 @@ func TestValidatedInputAnalysedConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	results := make([][]byte, 4)
+	costs := make([]engine.Cost, 2)
 	var wg sync.WaitGroup
 	for i := range results {
 		wg.Go(func() {
@@ -155,10 +158,22 @@ func TestValidatedInputAnalysedConcurrently(t *testing.T) {
 			results[i], _ = json.Marshal(res)
 		})
 	}
+	// Estimates meanwhile share the compiled input and its network, and agree.
+	for i := range costs {
+		wg.Go(func() {
+			var err error
+			if costs[i], err = Estimate(in); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 	wg.Wait()
 	for i := range results {
 		if !bytes.Equal(results[i], results[0]) {
 			t.Errorf("concurrent analysis %d differs", i)
 		}
+	}
+	if costs[0] != costs[1] || costs[0].CPU <= 0 {
+		t.Errorf("concurrent estimates %+v and %+v", costs[0], costs[1])
 	}
 }

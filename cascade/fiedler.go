@@ -108,13 +108,22 @@ func algebraicConnectivity(ctx context.Context, g *network, components, workers 
 			}
 		}
 	}
+	_, maxIter := lobpcgWork(n, len(g.symTo))
 	b := fiedlerBlock
-	perIter := float64(len(g.symTo))*2*float64(b) + float64(n)*float64(9*b*b)*4
-	maxIter := int(math.Min(20000, math.Max(200, fiedlerBudget/perIter)))
 	rep, err := lobpcgSmallest(ctx, n, b, apply, precond, maxIter, fiedlerTol*2*maxDeg, workers)
 	rep.value = math.Max(0, rep.value)
 	rep.residual /= 2 * maxDeg
 	return rep, err
+}
+
+// lobpcgWork is the floating-point work of one LOBPCG iteration on a graph of n nodes and
+// sym entries of the symmetrised graph (two products by L per block vector, and the
+// orthonormalisation and Ritz updates of the 3b-column basis), and the iterations that
+// fiedlerBudget allows (200 to 20,000).
+func lobpcgWork(n, sym int) (perIter float64, maxIter int) {
+	b := float64(fiedlerBlock)
+	perIter = float64(sym)*2*b + float64(n)*9*b*b*4
+	return perIter, int(math.Min(20000, math.Max(200, fiedlerBudget/perIter)))
 }
 
 // lobpcgSmallest finds the smallest eigenvalue of the symmetric positive semidefinite

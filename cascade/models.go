@@ -49,6 +49,7 @@ type runOut struct {
 	recovNum    float64 // Σ value·recovery_hours over failed nodes with hours
 	recovDen    float64 // Σ value over the same nodes
 	shortfall   float64 // Σ p̄ᵢ − pᵢ (Eisenberg–Noe)
+	visits      int64   // out-edges followed: the run's dominant loop (see Estimate)
 }
 
 // model holds what every run of a simulation shares (read-only).
@@ -137,6 +138,8 @@ type runner struct {
 	dirtyMark []uint32
 	inQ       []bool
 	queue     []int32
+	// trace, when set, records the decay of a DebtRank run's increments (Estimate's pilot).
+	trace *runTrace
 	// random draws
 	pcg   *rand.PCG
 	rng   *rand.Rand
@@ -168,6 +171,13 @@ func newRunner(m *model) *runner {
 	return r
 }
 
+// runTrace is what a DebtRank run records for Estimate's pilot: the largest increment of
+// each round and the edges followed in the last one.
+type runTrace struct {
+	incs      []float64
+	lastRound int64
+}
+
 // begin starts a run: a new epoch makes every cell stale without touching it.
 func (r *runner) begin() {
 	r.epoch++
@@ -182,6 +192,10 @@ func (r *runner) begin() {
 	}
 	r.failed = r.failed[:0]
 	r.touched = r.touched[:0]
+	if r.trace != nil {
+		r.trace.incs = r.trace.incs[:0]
+		r.trace.lastRound = 0
+	}
 }
 
 // run simulates one run of the model from the initial failures init and the shock sh
@@ -191,11 +205,11 @@ func (r *runner) run(init []int32, sh *shockSpec) runOut {
 	var o runOut
 	switch r.m.kind {
 	case mThreshold, mIndependentCascade:
-		o.rounds = r.spread(init, sh)
+		o.rounds, o.visits = r.spread(init, sh)
 	case mDebtRank:
-		o.rounds, o.loss = r.debtRank(init, sh)
+		o.rounds, o.loss, o.visits = r.debtRank(init, sh)
 	case mEisenbergNoe:
-		o.rounds, o.shortfall = r.eisenbergNoe(init, sh)
+		o.rounds, o.shortfall, o.visits = r.eisenbergNoe(init, sh)
 	}
 	m := r.m
 	for _, i := range r.failed {
@@ -215,7 +229,7 @@ func (r *runner) run(init []int32, sh *shockSpec) runOut {
 // spread runs the threshold model (a node fails when its losses from failed sources strictly
 // exceed its capital) or the independent cascade (each newly failed source has one chance
 // to fail each live target, with the edge's probability), round by round.
-func (r *runner) spread(init []int32, sh *shockSpec) int {
+func (r *runner) spread(init []int32, sh *shockSpec) (int, int64) {
 	c, ep, g := r.cells, r.epoch, r.m.g
 	front := r.front[:0]
 	for _, i := range init {
@@ -256,10 +270,17 @@ func (r *runner) spread(init []int32, sh *shockSpec) int {
 	ic := r.m.kind == mIndependentCascade
 	next := r.next[:0]
 	rounds := 0
-	for len(front) > 0 {
+	// visits counts the out-edges followed (at most the edges: each node fails once);
+	// maxPushes never binds a full run and only cuts Estimate's pilot runs short.
+	var visits int64
+	for len(front) > 0 && visits < r.m.maxPushes {
 		next = next[:0]
 		for _, s := range front {
+			if visits >= r.m.maxPushes {
+				break
+			}
 			lo, hi := start[s], start[s+1]
+			visits += int64(hi - lo)
 			tos := to[lo:hi]
 			if ic {
 				ps := prob[lo:hi]
@@ -304,13 +325,13 @@ func (r *runner) spread(init []int32, sh *shockSpec) int {
 		front, next = next, front
 	}
 	r.front, r.next = front[:0], next[:0]
-	return rounds
+	return rounds, visits
 }
 
 // debtRank runs linear DebtRank (Bardoscia et al. 2015): hᵢ(t+1) = min(1, hᵢ(t) +
 // Σⱼ Λᵢⱼ (hⱼ(t) − hⱼ(t−1))), Λᵢⱼ = (1 − R)·wⱼᵢ / capitalᵢ. It returns the rounds and
 // Σ valueᵢ hᵢ.
-func (r *runner) debtRank(init []int32, sh *shockSpec) (int, float64) {
+func (r *runner) debtRank(init []int32, sh *shockSpec) (int, float64, int64) {
 	c, ep, g, m := r.cells, r.epoch, r.m.g, r.m
 	front := r.front[:0]
 	set := func(i int32, h float64) {
@@ -365,7 +386,9 @@ func (r *runner) debtRank(init []int32, sh *shockSpec) (int, float64) {
 	cand := r.next[:0]
 	rounds := 0
 	var visits int64
+	nextCheck := int64(1 << 20)
 	for len(front) > 0 && rounds < maxDebtRankRounds && visits < m.maxPushes {
+		roundStart := visits
 		cand = cand[:0]
 		for _, j := range front {
 			d := r.delta[j]
@@ -410,13 +433,22 @@ func (r *runner) debtRank(init []int32, sh *shockSpec) (int, float64) {
 				r.failed = append(r.failed, t)
 			}
 		}
+		if r.trace != nil {
+			r.trace.incs = append(r.trace.incs, maxInc)
+			r.trace.lastRound = visits - roundStart
+		}
 		if maxInc <= debtRankStep {
 			break
 		}
 		rounds++
 		front, cand = cand[:k], front
-		if rounds%64 == 0 && m.stop != nil && m.stop.Load() {
-			break
+		// A round follows up to every edge (≈ 5 ms at 1,000,000 edges): look for a cancel
+		// every 2²⁰ edges, not every so many rounds.
+		if visits >= nextCheck {
+			nextCheck = visits + 1<<20
+			if m.stop != nil && m.stop.Load() {
+				break
+			}
 		}
 	}
 	r.front, r.next = front[:0], cand[:0]
@@ -424,7 +456,7 @@ func (r *runner) debtRank(init []int32, sh *shockSpec) (int, float64) {
 	for _, i := range r.touched {
 		loss += m.value[i] * c[i].v
 	}
-	return rounds, loss
+	return rounds, loss, visits
 }
 
 // eisenbergNoe computes the greatest clearing payment vector (Eisenberg & Noe 2001) with
@@ -434,7 +466,7 @@ func (r *runner) debtRank(init []int32, sh *shockSpec) (int, float64) {
 // node, then adds every node whose assets fell below its obligations. It returns the phases
 // that added a node with a shortfall above enDefaultTol·p̄ (the rounds) and Σ p̄ᵢ − pᵢ.
 // Every defaulted node is appended to r.failed; r.pay holds the payments of r.touched.
-func (r *runner) eisenbergNoe(init []int32, sh *shockSpec) (int, float64) {
+func (r *runner) eisenbergNoe(init []int32, sh *shockSpec) (int, float64, int64) {
 	c, ep, g, m := r.cells, r.epoch, r.m.g, r.m
 	pbar := m.pbar
 	touch := func(i int32) {
@@ -465,6 +497,7 @@ func (r *runner) eisenbergNoe(init []int32, sh *shockSpec) (int, float64) {
 	qh, qn := 0, 0 // ring buffer head and length
 	var pushes int64
 	nextCheck := int64(1 << 20)
+	stopped := false
 	start, to, coef := g.outStart, g.outTo, m.coef
 	release := func(i int32, d float64) {
 		for e := start[i]; e < start[i+1]; e++ {
@@ -570,6 +603,7 @@ func (r *runner) eisenbergNoe(init []int32, sh *shockSpec) (int, float64) {
 			if pushes >= nextCheck {
 				nextCheck = pushes + 1<<20
 				if m.stop != nil && m.stop.Load() {
+					stopped = true
 					break
 				}
 			}
@@ -578,6 +612,9 @@ func (r *runner) eisenbergNoe(init []int32, sh *shockSpec) (int, float64) {
 			r.inQ[queue[qh]] = false
 			qh = (qh + 1) % len(queue)
 			qn--
+		}
+		if stopped { // the next phases would push again before looking at the flag
+			break
 		}
 	}
 	short := 0.0
@@ -593,7 +630,7 @@ func (r *runner) eisenbergNoe(init []int32, sh *shockSpec) (int, float64) {
 		}
 	}
 	r.front, r.next = cands[:0], dirty[:0]
-	return rounds, short
+	return rounds, short, pushes
 }
 
 // seed points the runner's generator at the stream of (seed, stream, run): the draws of a

@@ -33,8 +33,9 @@ type triplet struct {
 }
 
 // buildCSR groups (row, col, w, p) entries by row, sorts each row by column (stably, so
-// duplicates are summed in input order) and merges duplicates.
-func buildCSR(n int, rows, cols []int32, w, p []float64) (start, to []int32, ws, ps []float64) {
+// duplicates are summed in input order) and merges duplicates. It returns ctx's error if
+// ctx is cancelled meanwhile (it looks every 65,536 entries and 4,096 rows: ≈ 1 ms).
+func buildCSR(ctx context.Context, n int, rows, cols []int32, w, p []float64) (start, to []int32, ws, ps []float64, err error) {
 	start = make([]int32, n+1)
 	for _, r := range rows {
 		start[r+1]++
@@ -46,6 +47,11 @@ func buildCSR(n int, rows, cols []int32, w, p []float64) (start, to []int32, ws,
 	copy(fill, start[:n])
 	buf := make([]triplet, len(rows))
 	for k, r := range rows {
+		if k%65536 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, nil, nil, err
+			}
+		}
 		t := triplet{col: cols[k], w: w[k]}
 		if p != nil {
 			t.p = p[k]
@@ -60,6 +66,11 @@ func buildCSR(n int, rows, cols []int32, w, p []float64) (start, to []int32, ws,
 	}
 	newStart := make([]int32, n+1)
 	for i := 0; i < n; i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, nil, nil, err
+			}
+		}
 		row := buf[start[i]:start[i+1]]
 		slices.SortStableFunc(row, func(a, b triplet) int { return cmp.Compare(a.col, b.col) })
 		for k := 0; k < len(row); {
@@ -76,13 +87,24 @@ func buildCSR(n int, rows, cols []int32, w, p []float64) (start, to []int32, ws,
 		}
 		newStart[i+1] = int32(len(to))
 	}
-	return newStart, to, ws, ps
+	return newStart, to, ws, ps, nil
 }
 
+// buildNetwork is newNetwork that is not cancelled.
 func buildNetwork(s *spec) *network {
+	g, _ := newNetwork(context.Background(), s)
+	return g
+}
+
+// newNetwork builds the network of s (≈ 140 ms of CPU at 1,000,000 edges), or returns
+// ctx's error if ctx is cancelled meanwhile.
+func newNetwork(ctx context.Context, s *spec) (*network, error) {
 	n := len(s.ids)
 	g := &network{n: n}
-	g.outStart, g.outTo, g.outW, g.outP = buildCSR(n, s.src, s.dst, s.weight, s.prob)
+	var err error
+	if g.outStart, g.outTo, g.outW, g.outP, err = buildCSR(ctx, n, s.src, s.dst, s.weight, s.prob); err != nil {
+		return nil, err
+	}
 	g.exposure = make([]float64, n)
 	g.inW = make([]float64, n)
 	m := len(g.outTo)
@@ -90,6 +112,11 @@ func buildNetwork(s *spec) *network {
 	cols := make([]int32, 0, 2*m)
 	half := make([]float64, 0, 2*m)
 	for i := 0; i < n; i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		for e := g.outStart[i]; e < g.outStart[i+1]; e++ {
 			t, w := g.outTo[e], g.outW[e]
 			g.exposure[i] += w
@@ -100,8 +127,10 @@ func buildNetwork(s *spec) *network {
 			half = append(half, w/2, w/2)
 		}
 	}
-	g.symStart, g.symTo, g.symW, _ = buildCSR(n, rows, cols, half, nil)
-	return g
+	if g.symStart, g.symTo, g.symW, _, err = buildCSR(ctx, n, rows, cols, half, nil); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // components counts the weakly connected components.
@@ -134,38 +163,57 @@ func (g *network) components() int {
 // iteration on S + I (the shift makes the iteration converge on bipartite graphs too),
 // normalised to a maximum of 1.
 func (g *network) eigenvectorCentrality(ctx context.Context) ([]float64, error) {
-	n := g.n
-	x := make([]float64, n)
-	y := make([]float64, n)
-	for i := range x {
-		x[i] = 1
-	}
-	for it := 0; it < 1000; it++ {
-		if it%16 == 0 {
+	x, y := g.powerStart()
+	for it := 0; it < maxPowerIterations; it++ {
+		// An iteration follows every edge twice (≈ 4 ms at 1,000,000 edges): look for a
+		// cancel every 4.
+		if it%4 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		mx := 0.0
-		for i := 0; i < n; i++ {
-			v := x[i]
-			for e := g.symStart[i]; e < g.symStart[i+1]; e++ {
-				v += g.symW[e] * x[g.symTo[e]]
-			}
-			y[i] = v
-			mx = math.Max(mx, v)
-		}
-		diff := 0.0
-		for i := range y {
-			y[i] /= mx
-			diff = math.Max(diff, math.Abs(y[i]-x[i]))
-		}
+		diff := g.powerStep(x, y)
 		x, y = y, x
-		if diff < 1e-12 {
+		if diff < powerTol {
 			break
 		}
 	}
 	return x, nil
+}
+
+// Power iteration: at most maxPowerIterations steps, until no entry moves by powerTol.
+const (
+	maxPowerIterations = 1000
+	powerTol           = 1e-12
+)
+
+// powerStart returns the power iteration's start (all ones) and its work vector.
+func (g *network) powerStart() (x, y []float64) {
+	x = make([]float64, g.n)
+	y = make([]float64, g.n)
+	for i := range x {
+		x[i] = 1
+	}
+	return x, y
+}
+
+// powerStep sets y = (S + I)x scaled to a maximum of 1 and returns max |y − x|.
+func (g *network) powerStep(x, y []float64) float64 {
+	mx := 0.0
+	for i := 0; i < g.n; i++ {
+		v := x[i]
+		for e := g.symStart[i]; e < g.symStart[i+1]; e++ {
+			v += g.symW[e] * x[g.symTo[e]]
+		}
+		y[i] = v
+		mx = math.Max(mx, v)
+	}
+	diff := 0.0
+	for i := range y {
+		y[i] /= mx
+		diff = math.Max(diff, math.Abs(y[i]-x[i]))
+	}
+	return diff
 }
 
 // topNodes returns the count nodes with the largest score, ties by id.

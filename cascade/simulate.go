@@ -54,38 +54,24 @@ func simulate(ctx context.Context, s *spec, opt Options) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, 64)
+	workers := opt.workers()
 	// The compiled input may be shared (Validate keeps it for every copy of the Input, and
 	// copies may be analysed at once): what this run resolves goes into its own scenarios.
+	// The network is shared too (built once, read-only).
 	own := *s
 	own.scen = slices.Clone(s.scen)
 	s = &own
-	g := buildNetwork(s)
+	g, err := s.network(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	sim := &simulation{ctx: ctx, s: s, g: g, workers: workers}
 	defer context.AfterFunc(ctx, func() { sim.stop.Store(true) })()
 	sim.m = newModel(s, g)
 	sim.m.stop = &sim.stop
 
-	// Resolve the targeted attacks.
-	byCache := map[string][]float64{}
-	for k := range s.scen {
-		sc := &s.scen[k]
-		if sc.typ != TypeTargetedAttack {
-			continue
-		}
-		score, ok := byCache[sc.by]
-		if !ok {
-			var err error
-			if score, err = g.centrality(ctx, sc.by); err != nil {
-				return Result{}, err
-			}
-			byCache[sc.by] = score
-		}
-		sc.fixed = topNodes(s.ids, score, sc.count)
+	if err := s.resolveAttacks(func(by string) ([]float64, error) { return g.centrality(ctx, by) }); err != nil {
+		return Result{}, err
 	}
 	sweep := topNodes(s.ids, g.exposure, s.swept())
 	total := int64(0)
@@ -133,6 +119,37 @@ func simulate(ctx context.Context, s *spec, opt Options) (Result, error) {
 	res.Nodes = sim.nodeResults(first, firstExact, sweep, blast, dr)
 	sim.score(&res, fr.value, comps, recov)
 	return res, nil
+}
+
+// resolveAttacks sets the first failures of the targeted attacks: the count nodes with the
+// largest score(by), each measure's scores computed once.
+func (s *spec) resolveAttacks(score func(by string) ([]float64, error)) error {
+	cache := map[string][]float64{}
+	for k := range s.scen {
+		sc := &s.scen[k]
+		if sc.typ != TypeTargetedAttack {
+			continue
+		}
+		values, ok := cache[sc.by]
+		if !ok {
+			var err error
+			if values, err = score(sc.by); err != nil {
+				return err
+			}
+			cache[sc.by] = values
+		}
+		sc.fixed = topNodes(s.ids, values, sc.count)
+	}
+	return nil
+}
+
+// workers is the number of goroutines Analyze runs on: Workers, or GOMAXPROCS, at most 64.
+func (opt Options) workers() int {
+	w := opt.Workers
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	return min(w, 64)
 }
 
 // progress reports finished runs, serialised and throttled.
@@ -235,39 +252,14 @@ func (sim *simulation) runScenario(k int, isFirst bool) (ScenarioResult, []float
 			exact = make([]float64, n)
 		}
 	}
-	// random_failure: the nodes with a positive failure probability.
-	var rfNodes []int32
-	var rfProbs []float64
-	if sc.typ == TypeRandomFailure && !sc.hasProb {
-		for i, p := range s.failP {
-			if p > 0 {
-				rfNodes = append(rfNodes, int32(i))
-				rfProbs = append(rfProbs, p)
-			}
-		}
-	}
-	var sh *shockSpec
-	if sc.typ == TypeShock {
-		sh = &shockSpec{nodes: sc.fixed, all: sc.shockAll, frac: sc.lossFrac}
-	}
+	draw := newScenarioDraw(s, k)
 	total := 0.0
 	for _, v := range s.value {
 		total += v
 	}
 	err := sim.parallel(N, func(w, r int) {
 		run := sim.runners[w]
-		run.seed(s.seed, uint64(k)+1, uint64(r))
-		var init []int32
-		switch sc.typ {
-		case TypeRandomNode:
-			init = run.randomNodes(sc.count)
-		case TypeRandomFailure:
-			init = run.randomFailures(sc.hasProb, sc.prob, rfNodes, rfProbs)
-		case TypeShock:
-		default:
-			init = sc.fixed
-		}
-		o := run.run(init, sh)
+		o := run.run(draw.start(run, r), draw.shock)
 		frac[r] = math.Min(1, o.failedValue/total)
 		loss[r] = o.loss
 		rounds[r] = o.rounds
@@ -306,6 +298,64 @@ func (sim *simulation) runScenario(k int, isFirst bool) (ScenarioResult, []float
 	return sr, recov, fs, exact, nil
 }
 
+// scenarioDraw makes the initial failures of the runs of one scenario.
+type scenarioDraw struct {
+	s  *spec
+	k  int
+	sc *scenario
+	// random_failure: the nodes with a positive failure probability.
+	rfNodes []int32
+	rfProbs []float64
+	shock   *shockSpec
+}
+
+func newScenarioDraw(s *spec, k int) *scenarioDraw {
+	sc := &s.scen[k]
+	d := &scenarioDraw{s: s, k: k, sc: sc}
+	if sc.typ == TypeRandomFailure && !sc.hasProb {
+		for i, p := range s.failP {
+			if p > 0 {
+				d.rfNodes = append(d.rfNodes, int32(i))
+				d.rfProbs = append(d.rfProbs, p)
+			}
+		}
+	}
+	if sc.typ == TypeShock {
+		d.shock = &shockSpec{nodes: sc.fixed, all: sc.shockAll, frac: sc.lossFrac}
+	}
+	return d
+}
+
+// start points run at the stream of run r of the scenario (its draws depend on nothing
+// else) and returns the run's initial failures.
+func (d *scenarioDraw) start(run *runner, r int) []int32 {
+	sc := d.sc
+	run.seed(d.s.seed, uint64(d.k)+1, uint64(r))
+	switch sc.typ {
+	case TypeRandomNode:
+		return run.randomNodes(sc.count)
+	case TypeRandomFailure:
+		return run.randomFailures(sc.hasProb, sc.prob, d.rfNodes, d.rfProbs)
+	case TypeShock:
+		return nil
+	default:
+		return sc.fixed
+	}
+}
+
+// sweepStream is the first random stream of the blast-radius runs (scenario k draws from
+// stream k + 1).
+const sweepStream = 1 << 40
+
+// seedSweep points run at the stream of repetition rep of node i's blast-radius run.
+func (s *spec) seedSweep(run *runner, i int32, rep int) {
+	if s.model == mIndependentCascade {
+		run.seed(s.seed, sweepStream+uint64(i), uint64(rep))
+		return
+	}
+	run.seed(s.seed, sweepStream, uint64(i))
+}
+
 // sweep computes the blast radius of the swept nodes (and their DebtRank under the
 // DebtRank model): the expected failed value fraction when the node alone fails first.
 func (sim *simulation) sweep(nodes []int32) ([]float64, []float64, error) {
@@ -320,12 +370,11 @@ func (sim *simulation) sweep(nodes []int32) ([]float64, []float64, error) {
 		dr = make([]float64, len(nodes))
 	}
 	ic := s.model == mIndependentCascade
-	const sweepStream = 1 << 40
 	if !ic {
 		err := sim.parallel(len(nodes), func(w, k int) {
 			run := sim.runners[w]
 			i := nodes[k]
-			run.seed(s.seed, sweepStream, uint64(i))
+			s.seedSweep(run, i, 0)
 			o := run.run(nodes[k:k+1], nil)
 			blast[k] = math.Min(1, o.failedValue/total)
 			if dr != nil {
@@ -339,8 +388,7 @@ func (sim *simulation) sweep(nodes []int32) ([]float64, []float64, error) {
 	err := sim.parallel(len(fr), func(w, j int) {
 		run := sim.runners[w]
 		k := j / ICBlastRuns
-		i := nodes[k]
-		run.seed(s.seed, sweepStream+uint64(i), uint64(j%ICBlastRuns))
+		s.seedSweep(run, nodes[k], j%ICBlastRuns)
 		o := run.run(nodes[k:k+1], nil)
 		fr[j] = math.Min(1, o.failedValue/total)
 	})

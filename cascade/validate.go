@@ -1,9 +1,11 @@
 package cascade
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 
 	"riskapi/engine"
 )
@@ -101,6 +103,32 @@ type spec struct {
 	sims                   int
 	seed                   int64
 	recoveryRate, sysThres float64
+	// built is the network, built on first use (by Estimate or Analyze) and then shared
+	// read-only by every copy of the spec.
+	built *builtNetwork
+}
+
+type builtNetwork struct {
+	mu sync.Mutex
+	g  *network
+}
+
+// network returns the spec's network, building it on first use; a build cancelled by ctx
+// returns ctx's error and is not kept.
+func (s *spec) network(ctx context.Context) (*network, error) {
+	if s.built == nil { // a spec made by hand in a test
+		return newNetwork(ctx, s)
+	}
+	s.built.mu.Lock()
+	defer s.built.mu.Unlock()
+	if s.built.g == nil {
+		g, err := newNetwork(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		s.built.g = g
+	}
+	return s.built.g, nil
 }
 
 const (
@@ -148,7 +176,7 @@ func num(p *float64, def float64, field string, max float64, expected string) (f
 func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func compile(in *Input) (*spec, error) {
-	s := &spec{}
+	s := &spec{built: &builtNetwork{}}
 	nodes, edges := in.Network.Nodes, in.Network.Edges
 	n := len(nodes)
 	if n == 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"riskapi/internal/admission"
 	"riskapi/internal/auth"
 	"riskapi/internal/dashboard"
 	"riskapi/internal/delivery"
@@ -312,7 +313,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	// Background Cascade simulations: resumed from the store after a restart or a crash.
+	bounds := cfg.bounds.WithDefaults()
+	memoryBudget := admission.NewMemory(bounds.MemoryLimit, bounds.MemoryWait)
 	simulations, err := simulation.NewRunner(simulation.RunnerConfig{
+		Memory:      memoryBudget,
 		Store:       st,
 		Logger:      logger,
 		Owner:       dispatcherOwner(),
@@ -339,7 +343,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		EUPublicURL:      cfg.euPublicURL,
 		MaxBodyBytes:     cfg.maxBodyBytes,
 		Deprecation:      cfg.deprecation,
-		Bounds:           cfg.bounds,
+		Bounds:           bounds,
+		Memory:           memoryBudget,
 	})
 	if err != nil {
 		return err

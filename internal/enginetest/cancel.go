@@ -16,8 +16,9 @@ const CancelLatency = 100 * time.Millisecond
 // StopsSoonAfterCancel runs analyze once to completion, to learn how long it takes, then
 // again with a context cancelled a third of the way through, and fails unless that run
 // returns ctx's error within CancelLatency of the cancel. A run that finishes before its
-// cancel, or returns anything but context.Canceled, fails the test: only a run that saw the
-// cancel and stopped early passes.
+// cancel (a loaded machine made the first run slow) is tried again with the cancel twice as
+// early, up to three times; a run that returns anything but context.Canceled fails the test:
+// only a run that saw the cancel and stopped early passes.
 //
 // Under the race detector, which slows the engines' loops 10 to 100 times, the check is
 // skipped: its timing would mean nothing. CI runs it without the detector.
@@ -31,26 +32,35 @@ func StopsSoonAfterCancel(t *testing.T, analyze func(ctx context.Context) error)
 		t.Fatalf("uncancelled run: %v", err)
 	}
 	full := time.Since(start)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- analyze(ctx) }()
-	timer := time.NewTimer(full / 3)
-	var cancelled time.Time
-	select {
-	case err := <-done:
-		cancel()
-		t.Fatalf("the run finished (%v) before its cancel a third of the way through (%v)", err, full/3)
-	case <-timer.C:
-		cancelled = time.Now()
-		cancel()
+	at := full / 3
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- analyze(ctx) }()
+		timer := time.NewTimer(at)
+		var cancelled time.Time
+		select {
+		case err := <-done:
+			cancel()
+			if try < 3 {
+				t.Logf("the run finished (%v) before its cancel at %v; trying with the cancel at %v", err, at, at/2)
+				at /= 2
+				continue
+			}
+			t.Fatalf("the run finished (%v) before its cancel at %v, three times", err, at)
+		case <-timer.C:
+			cancelled = time.Now()
+			cancel()
+		}
+		err := <-done
+		latency := time.Since(cancelled)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled run returned %v, want context.Canceled", err)
+		}
+		if latency > CancelLatency {
+			t.Errorf("returned %v after the cancel, want at most %v (uncancelled run: %v)", latency, CancelLatency, full)
+		}
+		t.Logf("uncancelled %v; returned %v after a cancel at %v", full, latency, at)
+		return
 	}
-	err := <-done
-	latency := time.Since(cancelled)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled run returned %v, want context.Canceled", err)
-	}
-	if latency > CancelLatency {
-		t.Errorf("returned %v after the cancel, want at most %v (uncancelled run: %v)", latency, CancelLatency, full)
-	}
-	t.Logf("uncancelled %v; returned %v after a cancel at %v", full, latency, full/3)
 }

@@ -23,7 +23,8 @@ import (
 // Slot and memory are held until the response is written, and given back however the
 // request ends.
 
-func (b Bounds) withDefaults() Bounds {
+// WithDefaults is b with every zero setting replaced by its default.
+func (b Bounds) WithDefaults() Bounds {
 	if b.SyncBudget <= 0 {
 		b.SyncBudget = engine.DefaultSyncBudget
 	}

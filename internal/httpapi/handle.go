@@ -94,16 +94,10 @@ type costed interface {
 }
 
 // proceed takes a decoded and validated request the rest of the way, the same for both
-// variants: the checks that need more than the body (validateIn) and the work's estimated
-// cost against the budgets (admit.go), then the work, at most once per Idempotency-Key, once
+// variants: the work's estimated cost against the budgets (admit.go) and the checks that need
+// more than the body (validateIn, which may depend on where the work runs), then the work, at most once per Idempotency-Key, once
 // memory for its estimated peak is reserved.
 func proceed[Req any](s *Server, w http.ResponseWriter, r *http.Request, key string, bodySum [sha256.Size]byte, req *Req, do doFunc[Req]) {
-	if c, ok := any(req).(contextValidatable); ok {
-		if e := c.validateIn(r.Context(), s); e != nil {
-			writeError(w, r, e)
-			return
-		}
-	}
 	var cost engine.Cost
 	if c, ok := any(req).(costed); ok {
 		estimate, background, err := c.estimate(s.cfg.Bounds.SyncBudget)
@@ -117,6 +111,12 @@ func proceed[Req any](s *Server, w http.ResponseWriter, r *http.Request, key str
 		}
 		if !background {
 			cost = estimate
+		}
+	}
+	if c, ok := any(req).(contextValidatable); ok {
+		if e := c.validateIn(r.Context(), s); e != nil {
+			writeError(w, r, e)
+			return
 		}
 	}
 	s.execute(w, r, key, bodySum, func() (int, any, error) {

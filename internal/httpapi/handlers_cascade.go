@@ -5,12 +5,12 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/cascade"
+	"riskapi/engine"
 	"riskapi/internal/event"
 	"riskapi/internal/ident"
 	"riskapi/internal/product"
@@ -49,6 +49,8 @@ type simulateRequest struct {
 	cascade.Input `json:",inline"`
 	// work is the simulation's size by the contract's measure, found while validating.
 	work int64
+	// inBackground is where the simulation runs, decided by estimate.
+	inBackground bool
 }
 
 // validate applies the engine's own checks, so the API and the library refuse exactly the
@@ -67,10 +69,16 @@ func (req *simulateRequest) validate() *Error {
 	return nil
 }
 
-// background reports whether the simulation runs in the background: asked for, or too large
-// to answer in the request.
-func (req *simulateRequest) background() bool {
-	return req.Async || req.work > cascade.AsyncWorkThreshold
+// estimate is the engine's estimate of the simulation's work (platform contract §11), which
+// also decides where it runs: in the background when asked for (async), when its work is
+// above the contract's threshold, or when its estimated CPU is above the synchronous budget.
+func (req *simulateRequest) estimate(syncBudget time.Duration) (engine.Cost, bool, error) {
+	cost, err := cascade.Estimate(req.Input)
+	if err != nil {
+		return cost, false, err
+	}
+	req.inBackground = req.Async || req.work > cascade.AsyncWorkThreshold || cost.CPU > syncBudget
+	return cost, req.inBackground, nil
 }
 
 // validateIn refuses a background simulation while the account already has the most it may
@@ -78,7 +86,7 @@ func (req *simulateRequest) background() bool {
 // retry with the same key runs once the account has room (a 429 is never stored). The
 // store's atomic check when queueing catches concurrent requests that pass this one together.
 func (req *simulateRequest) validateIn(ctx context.Context, s *Server) *Error {
-	if !req.background() {
+	if !req.inBackground {
 		return nil
 	}
 	p := principalFrom(ctx)
@@ -89,19 +97,12 @@ func (req *simulateRequest) validateIn(ctx context.Context, s *Server) *Error {
 	if n < maxBackgroundSimulations {
 		return nil
 	}
-	setRetryAfter(ctx, backgroundRetryAfter)
 	e := newError(CodeRateLimited, "This account already has %d background simulations queued or running in %s mode, the most it may have at once. Retry after the time in the Retry-After header, or cancel one (POST /v1/cascade/simulations/{id}/cancel).",
 		n, p.Key.Mode)
 	e.Details["limit"] = maxBackgroundSimulations
 	e.Details["policy"] = "cascade-background"
+	e.retryAfter = int(backgroundRetryAfter / time.Second)
 	return e
-}
-
-// setRetryAfter sets the response's Retry-After header to d in whole seconds.
-func setRetryAfter(ctx context.Context, d time.Duration) {
-	if rec := requestInfoFrom(ctx).recorder; rec != nil {
-		rec.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)))
-	}
 }
 
 // handleSimulate is POST /v1/cascade/simulate: small work runs in the request and answers 200
@@ -115,16 +116,19 @@ func (s *Server) handleSimulate() http.Handler {
 		p := principalFrom(r.Context())
 		now := s.now()
 		sim := store.Simulation{ID: ident.New(product.Cascade.Results.IDPrefix), AccountID: p.Account.ID, Mode: p.Key.Mode, CreatedAt: now, UpdatedAt: now}
-		if req.background() {
+		if req.inBackground {
 			queued, err := simulation.Queued(sim, in)
 			if err == nil {
 				err = s.cfg.Store.QueueSimulation(r.Context(), queued, maxBackgroundSimulations)
 			}
 			if errors.Is(err, store.ErrLimitReached) {
-				// Only requests that passed validateIn together get here; 503 rather than 429
-				// releases the Idempotency-Key, so the retry runs again.
-				setRetryAfter(r.Context(), backgroundRetryAfter)
-				return 0, nil, newError(CodeServiceUnavailable, "Other background simulations of this account were accepted at the same moment, which reached the limit of %d queued or running at once. Retry after the time in the Retry-After header.", maxBackgroundSimulations)
+				// Only requests that passed validateIn together get here; a 429 is never
+				// stored under the Idempotency-Key, so the retry runs again.
+				e := newError(CodeRateLimited, "Other background simulations of this account were accepted at the same moment, which reached the limit of %d queued or running at once. Retry after the time in the Retry-After header.", maxBackgroundSimulations)
+				e.Details["limit"] = maxBackgroundSimulations
+				e.Details["policy"] = "cascade-background"
+				e.retryAfter = int(backgroundRetryAfter / time.Second)
+				return 0, nil, e
 			}
 			if err != nil {
 				return 0, nil, err

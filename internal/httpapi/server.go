@@ -103,6 +103,9 @@ type Config struct {
 	WakeSimulations func()
 	// Bounds is how much of the process one request, and one account, may take.
 	Bounds Bounds
+	// Memory is the process's memory budget, shared with the background simulation runner;
+	// nil builds one from Bounds.MemoryLimit and Bounds.MemoryWait.
+	Memory *admission.Memory
 	// TrustedProxies are the networks of reverse proxies whose X-Forwarded-For is believed
 	// when finding a client's IP (for the failed-authentication limit). Empty: trust none.
 	TrustedProxies []netip.Prefix
@@ -197,13 +200,16 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	cfg.Bounds = cfg.Bounds.withDefaults()
+	cfg.Bounds = cfg.Bounds.WithDefaults()
 	metrics, err := newHTTPMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics, limits: ratepolicy.Policy{UnlimitedCeiling: cfg.UnlimitedCeiling},
-		accounts: admission.NewAccounts(cfg.Bounds.PerAccount), memory: admission.NewMemory(cfg.Bounds.MemoryLimit, cfg.Bounds.MemoryWait)}
+		accounts: admission.NewAccounts(cfg.Bounds.PerAccount), memory: cfg.Memory}
+	if s.memory == nil {
+		s.memory = admission.NewMemory(cfg.Bounds.MemoryLimit, cfg.Bounds.MemoryWait)
+	}
 	s.routes()
 	return s, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/cascade"
+	"riskapi/internal/admission"
 	"riskapi/internal/event"
 	"riskapi/internal/product"
 	"riskapi/internal/store"
@@ -76,6 +77,9 @@ type RunnerConfig struct {
 	// Notify wakes the webhook dispatcher after a cascade.simulation_completed event was
 	// stored; nil does nothing.
 	Notify func()
+	// Memory is the process's memory budget, shared with the API: each running simulation
+	// holds its estimated peak against it (platform contract §11). Nil: no budget.
+	Memory *admission.Memory
 }
 
 // Runner runs queued Cascade simulations (see Run).
@@ -270,11 +274,16 @@ func (r *Runner) run(ctx, runCtx context.Context, cancel context.CancelCauseFunc
 			}
 		}
 	}()
-	res, err := simulateGuarded(runCtx, in, func(done, total int64) {
-		mu.Lock()
-		progress = float64(done) / float64(max(total, 1))
-		mu.Unlock()
-	})
+	var res cascade.Result
+	release, err := r.reserveMemory(runCtx, in)
+	if err == nil {
+		res, err = simulateGuarded(runCtx, in, func(done, total int64) {
+			mu.Lock()
+			progress = float64(done) / float64(max(total, 1))
+			mu.Unlock()
+		})
+		release()
+	}
 	close(stopRenewing)
 	<-renewDone
 	switch {
@@ -292,6 +301,31 @@ func (r *Runner) run(ctx, runCtx context.Context, cancel context.CancelCauseFunc
 		r.finish(sim, obj, nil, "The simulation could not be completed because of an internal error; it has been logged with the simulation id.", log)
 	default:
 		r.finish(sim, obj, &res, "", log)
+	}
+}
+
+// reserveMemory holds the simulation's estimated peak (cascade.Estimate) against the
+// process's memory budget until release, waiting as long as the budget is full: a background
+// run has no client to answer 503, and its lease is renewed meanwhile. A peak above the whole
+// budget (the API refuses such requests; an older one may be queued) holds the whole budget,
+// so that it runs alone.
+func (r *Runner) reserveMemory(ctx context.Context, in cascade.Input) (release func(), err error) {
+	if r.cfg.Memory == nil {
+		return func() {}, nil
+	}
+	cost, err := cascade.Estimate(in)
+	if err != nil {
+		return nil, err
+	}
+	need := min(cost.Memory, r.cfg.Memory.Limit())
+	for {
+		res, err := r.cfg.Memory.Reserve(ctx, need)
+		if err == nil {
+			return res.Release, nil
+		}
+		if !errors.Is(err, admission.ErrMemoryBusy) {
+			return nil, err
+		}
 	}
 }
 

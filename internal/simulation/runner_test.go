@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"riskapi/cascade"
+	"riskapi/internal/admission"
 	"riskapi/internal/simulation/simulationtest"
 	"riskapi/internal/store"
 )
@@ -185,5 +186,33 @@ func TestTwoRunnersNeverRunASimulationTwice(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A background simulation holds its estimated peak against the process's memory budget, which
+// the API shares: while the budget is full it waits, running nothing, and it runs once there is
+// room.
+func TestSimulationsWaitForTheMemoryBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	memory := admission.NewMemory(64<<20, 20*time.Millisecond)
+	held, err := memory.Reserve(context.Background(), memory.Limit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-memory", Memory: memory})
+	defer stop()
+	id := b.queue(small())
+	b.await(id, "running")
+	time.Sleep(200 * time.Millisecond) // ten of the budget's waits
+	if s := b.simulation(id); s.object["status"] != "running" || s.object["progress"] != nil && s.object["progress"] != 0.0 {
+		t.Fatalf("ran while the memory budget was full: %s", s.Payload)
+	}
+	held.Release()
+	b.await(id, "completed")
+	if r, err := memory.Reserve(context.Background(), memory.Limit()); err != nil {
+		t.Fatalf("the finished simulation did not give its memory back: %v", err)
+	} else {
+		r.Release()
 	}
 }
