@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"riskapi/cascade"
 	"riskapi/convergence"
 	"riskapi/drift"
 	"riskapi/internal/product"
@@ -153,4 +154,23 @@ func TestWorkAboveTheSyncBudgetIsRefusedBeforeItStarts(t *testing.T) {
 	if list := b.get("/v1/convergence/analyses", b.testKey); len(list.field("data").([]any)) != 0 {
 		t.Fatalf("a refused analysis was stored: %s", list.raw)
 	}
+}
+
+// TestCascadeAboveTheSyncBudgetRunsInTheBackground: Cascade has a background form, so a
+// simulation estimated above the sync budget is answered 202 and queued however small its
+// work by the contract's measure; one above the background budget is refused.
+func TestCascadeAboveTheSyncBudgetRunsInTheBackground(t *testing.T) {
+	t.Parallel()
+	network, _ := cascade.Generate(cascade.ScenarioRobustNetwork, 2, cascade.GenParams{Nodes: 60, Simulations: 200})
+	if work, err := cascade.Work(network); err != nil || work > cascade.AsyncWorkThreshold {
+		t.Fatalf("work %d (%v): the case must be small by the contract's measure", work, err)
+	}
+	b := setup(t, func(c *Config) { c.Bounds.SyncBudget = time.Microsecond }, nil)
+	r := b.send(http.MethodPost, "/v1/cascade/simulate", b.testKey, string(mustJSON(t, network)))
+	if r.status != http.StatusAccepted || r.field("data.status") != "queued" {
+		t.Fatalf("above the sync budget: %d %s", r.status, r.raw)
+	}
+	b = setup(t, func(c *Config) { c.Bounds.SyncBudget, c.Bounds.BackgroundBudget = time.Microsecond, time.Microsecond }, nil)
+	r = b.send(http.MethodPost, "/v1/cascade/simulate", b.testKey, string(mustJSON(t, network)))
+	r.wantError(t, http.StatusBadRequest, "validation_error", "WORK_LIMIT_EXCEEDED")
 }
