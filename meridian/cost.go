@@ -102,7 +102,7 @@ const (
 	// costProfileColumn is the fixed cost of one column profile; costProfileValue one
 	// distinct value of its loops (type flags, top values).
 	costProfileColumn = 1_200
-	costProfileValue  = 6
+	costProfileValue  = 9
 	// Reading inline CSV: per byte (encoding/csv and UTF-8 validation), per field (hashing
 	// and interning a value), per distinct value (inferring its types).
 	costCSVByte  = 0.67
@@ -127,7 +127,7 @@ const (
 	regexShort = 35
 	// regexTouch is one byte, up to the first regexTouchBytes, of reaching a value: the
 	// cache and TLB misses of values far apart in the column's arena.
-	regexTouch      = 0.1
+	regexTouch      = 0.15
 	regexTouchBytes = 1024
 	// regexLiteral and regexLiteralByte: a literal pattern is a search (bytes.Index).
 	regexLiteral     = 60
@@ -201,6 +201,9 @@ func (sh regexShape) runesPerCheck() int {
 
 // Memory constants of the model, in bytes.
 const (
+	// memAnalyze is what any analysis holds: the plan, the result, the pooled counts, and
+	// the small garbage the collector has not yet taken.
+	memAnalyze = 1 << 20
 	// memCheckResult is one check's result: the struct, its details map, the lists' headers.
 	memCheckResult = 1_500
 	// memListEntry is one entry of a partial list besides the value's bytes (the interface,
@@ -209,8 +212,9 @@ const (
 	// memProfileColumn is one column's profile besides its top values' bytes.
 	memProfileColumn = 600
 	// memPairEntry is one entry of compound_unique's map of key pairs (a uint64 key and a
-	// uint32 value in Go's swiss table, with its growth).
-	memPairEntry = 48
+	// uint32 value in Go's swiss table, with its growth and the previous pass's map not yet
+	// collected: 62 bytes measured).
+	memPairEntry = 80
 )
 
 // columnFacts is what the model reads of one column, in one pass over its distinct values.
@@ -285,8 +289,10 @@ type costSheet struct {
 	ns, topNs float64
 	field     string
 	held      float64 // bytes kept to the end: caches, results
-	passing   float64 // the most bytes one step holds and frees
-	dataBytes float64 // the dataset Analyze builds from inline data
+	// passing and passed are the two largest amounts of bytes one step holds and frees: a
+	// step's bytes may still be on the heap, uncollected, while the next step's are.
+	passing, passed float64
+	dataBytes       float64 // the dataset Analyze builds from inline data
 }
 
 func (p *plan) sheet(ds *Dataset, hasData bool) *costSheet {
@@ -323,7 +329,14 @@ func (s *costSheet) charge(field string, ns float64) {
 	}
 }
 
-func (s *costSheet) pass(bytes float64) { s.passing = max(s.passing, bytes) }
+func (s *costSheet) pass(bytes float64) {
+	switch {
+	case bytes > s.passing:
+		s.passing, s.passed = bytes, s.passing
+	case bytes > s.passed:
+		s.passed = bytes
+	}
+}
 
 // list charges a row check's partial list over cols: the values it may copy (each at most
 // once per analysis) and their memory. It returns the CPU of the copies.
@@ -508,7 +521,7 @@ func (s *costSheet) cost() engine.Cost {
 	}
 	return engine.Cost{
 		CPU:    engine.PerUnit(s.ns, 1),
-		Memory: int64(math.Ceil(s.dataBytes + s.held + s.passing)),
+		Memory: int64(math.Ceil(memAnalyze + s.dataBytes + s.held + s.passing + s.passed)),
 		Field:  field,
 	}
 }

@@ -86,7 +86,7 @@ func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 	batch := make([]string, 0, batchRows*ncol)
 	lines := make([]int, 0, batchRows)
 	// sized readers (strings.Reader, bytes.Reader, JSONStringReader) let the columns be
-	// allocated once after the first batch.
+	// allocated once after the first csvBatch rows.
 	sized, _ := r.(interface{ Len() int })
 	presized := sized == nil
 	flush := func() error {
@@ -139,7 +139,7 @@ func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 			if err := flush(); err != nil {
 				return err
 			}
-			if !presized {
+			if !presized && d.rows >= csvBatch {
 				presized = true
 				if done := cr.InputOffset(); done > 0 {
 					est := float64(d.rows) * float64(done+int64(sized.Len())) / float64(done)
