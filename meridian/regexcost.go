@@ -43,13 +43,14 @@ const (
 	maxBacktrackVector = 256 * 1024
 )
 
-// Work bounds of the analysis of one pattern, in instruction visits: the exact search of
-// the states a pattern's threads can reach stops at regexExactBudget (about 0.3 ms) and the
-// cruder bound by depth at regexLayerBudget (about 2 ms); beyond both, every instruction of
-// the program counts as alive at every step (the bound of Go's NFA).
+// Work bounds of the analysis of one pattern, in instruction visits (a class of many ranges
+// counts more): the exact search of the sets of instructions a pattern's threads can occupy
+// stops at regexExactBudget and the cruder bound by depth at regexLayerBudget, about 1 ms
+// and 4 ms at most; beyond both, every instruction of the program counts as alive at every
+// step (the bound of Go's NFA).
 const (
 	regexExactBudget = 1 << 16
-	regexLayerBudget = 1 << 19
+	regexLayerBudget = 1 << 17
 )
 
 // maxRepresentatives bounds the runes the analysis tries at each state (one per boundary
@@ -135,10 +136,11 @@ func (x *threadExplorer) closure(set []uint32, pc uint32) []uint32 {
 }
 
 // step appends to dst (in the current generation) where the threads of set go on reading r.
+// A rune class of many ranges counts as more work (its test is a search of them).
 func (x *threadExplorer) step(dst, set []uint32, r rune) []uint32 {
 	for _, pc := range set {
 		in := &x.prog.Inst[pc]
-		x.work++
+		x.work += 1 + len(in.Rune)/16
 		if consumes(in.Op) && in.MatchRune(r) {
 			dst = x.closure(dst, in.Out)
 		}
@@ -351,11 +353,23 @@ func representatives(prog *syntax.Prog) []rune {
 			reps = append(reps, r)
 		}
 	}
+	// A class repeated by a repetition (`[\p{L}]{100}`) is read once.
+	type class struct {
+		first, last rune
+		n           int
+	}
+	seen := map[class]bool{}
 	for _, in := range prog.Inst {
 		switch in.Op {
 		case syntax.InstRune1:
 			add(in.Rune[0])
 		case syntax.InstRune:
+			if k := (class{in.Rune[0], in.Rune[len(in.Rune)-1], len(in.Rune)}); len(in.Rune) > 2 {
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+			}
 			if len(in.Rune) == 1 {
 				add(in.Rune[0])
 				if syntax.Flags(in.Arg)&syntax.FoldCase != 0 {
