@@ -214,6 +214,8 @@ type Dataset struct {
 	name      []byte // scratch for member names
 	// sink keeps the prefetching loads of addTexts and flushJSON from being optimised away.
 	sink uint64
+	// read counts the bytes of JSON records read, which bound the column store (ingestLimit).
+	read int64
 }
 
 // NewDataset returns an empty dataset.
@@ -247,8 +249,12 @@ func (d *Dataset) addColumn(name string) *column {
 	return c
 }
 
-// csvBatch is the number of CSV rows ingested together, column by column.
-const csvBatch = 512
+// csvBatch is the number of CSV rows ingested together, column by column; csvBatchFields
+// bounds the fields of a batch of a wide table.
+const (
+	csvBatch       = 512
+	csvBatchFields = 1 << 16
+)
 
 // addTexts appends the CSV fields fields[j], fields[j+stride], … ("" is null) to column c.
 // Hashing the batch first and touching every target slot before the lookups lets the CPU

@@ -3,9 +3,10 @@ package meridian
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -19,9 +20,11 @@ const partialLimit = 20
 // the dimensions and gates the source (method: docs/methods/meridian.md). The data is
 // req.Dataset when a streaming caller fed one (ReadCSV or ReadRecords), otherwise req.Data,
 // read here. req.Now is the "now" of freshness when req.AsOf is absent. Invalid requests
-// give an *engine.InputError carrying the contract's code and field path; ctx is checked
-// before each check, each column profile and each pass over the rows of a compound key,
-// and its error is returned once it ends.
+// give an *engine.InputError carrying the contract's code and field path; work estimated
+// (Estimate's model) above req.Budget is refused with WORK_LIMIT_EXCEEDED before it
+// starts. ctx is checked while inline data is read, before each check and each column
+// profile, and every few thousand values or rows of the loops within them (inside one long
+// value, every few thousand runes of a regex match); its error is returned once it ends.
 func Analyze(ctx context.Context, req Request) (Result, error) {
 	p, err := req.compiled()
 	if err != nil {
@@ -30,7 +33,7 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	ds := req.Dataset
 	if (ds == nil || ds.format == formatNone) && req.Data != nil {
 		ds = NewDataset()
-		if err := ds.readInline(req.Data); err != nil {
+		if err := ds.readInline(ctx, req.Data); err != nil {
 			return Result{}, err
 		}
 	}
@@ -38,9 +41,8 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	if !hasData {
 		ds = NewDataset() // signals only (compile checked that no check needs data)
 	}
-	if w := work(p.checks, ds); w > MaxWork {
-		return Result{}, engine.Invalid("INVALID_CHECKS", "checks", fmt.Sprintf("array (at most %d units of work)", MaxWork), "array",
-			"The checks need %d units of work on this data (compound_unique: rows × (columns − 1); regex: distinct values of the column); at most %d are allowed per request: split the checks over several requests.", w, MaxWork)
+	if ie := p.cost(ds, hasData).Within(req.Budget); ie != nil {
+		return Result{}, ie
 	}
 	if p.asOf == nil && req.Now.IsZero() {
 		return Result{}, engine.Invalid("INVALID_AS_OF", "as_of", "string (RFC 3339 timestamp)", "missing",
@@ -51,7 +53,7 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	if p.asOf != nil {
 		asOf = *p.asOf
 	}
-	e := evaluation{ctx: ctx, ds: ds, asOf: asOf, complCols: map[string]bool{}}
+	e := evaluation{ctx: ctx, ds: ds, asOf: asOf, complCols: map[string]bool{}, shown: map[shownKey]any{}}
 	res := Result{
 		SourceID:      req.SourceID,
 		Checks:        make([]CheckResult, 0, len(p.checks)),
@@ -92,23 +94,8 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
-// work is the costly part of the checks on ds (see MaxWork).
-func work(checks []compiled, ds *Dataset) int {
-	w := 0
-	for _, c := range checks {
-		switch c.typ {
-		case CheckCompoundUnique:
-			w += ds.rows * (len(c.columns) - 1)
-		case CheckRegex:
-			if col := ds.column(c.column); col != nil {
-				w += col.dict.size()
-			}
-		}
-	}
-	return w
-}
-
-func (d *Dataset) readInline(data *Data) error {
+// readInline reads the request's own data; once ctx ends, reading stops with its error.
+func (d *Dataset) readInline(ctx context.Context, data *Data) error {
 	if data.CSV != nil {
 		delim := ','
 		if data.Delimiter != nil {
@@ -118,16 +105,49 @@ func (d *Dataset) readInline(data *Data) error {
 			}
 			delim = r
 		}
-		return d.ReadCSV(strings.NewReader(*data.CSV), delim)
+		err := d.ReadCSV(&contextReader{ctx: ctx, r: strings.NewReader(*data.CSV)}, delim)
+		return contextError(ctx, err)
 	}
-	return d.ReadRecords(jsontext.NewDecoder(bytes.NewReader(data.Records)))
+	err := d.ReadRecords(jsontext.NewDecoder(&contextReader{ctx: ctx, r: bytes.NewReader(data.Records)}))
+	return contextError(ctx, err)
 }
+
+// contextError is ctx's error when reading stopped because ctx ended, else err.
+func contextError(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// contextReader is a sized reader that fails once ctx has ended, so that reading inline
+// data stops within one buffer (4 KiB of CSV, a decoder's read of JSON) of a cancel.
+type contextReader struct {
+	ctx context.Context
+	r   interface {
+		io.Reader
+		Len() int
+	}
+}
+
+func (r *contextReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
+// Len is the number of bytes not yet read (what lets ReadCSV size its columns once).
+func (r *contextReader) Len() int { return r.r.Len() }
 
 // evaluation accumulates the pooled counts of the dimensions while the checks run.
 type evaluation struct {
 	ctx  context.Context
 	ds   *Dataset
 	asOf instant
+	// shown holds the values the partial lists show, so that a long value listed by several
+	// checks (or rows) is copied once.
+	shown map[shownKey]any
 
 	complCols  map[string]bool
 	complOrder []string
@@ -136,6 +156,36 @@ type evaluation struct {
 	conU, conN int
 	outU, outN int
 	timeliness []float64
+}
+
+// ctxEvery is how many iterations of a loop over values or rows run between checks of the
+// context: a few microseconds of work, well within the contract's 100 ms after a cancel,
+// for a check that costs about 20 ns.
+const ctxEvery = 4096
+
+// stopped reports, every ctxEvery iterations i, whether ctx has ended; the caller returns
+// and Analyze reports the context's error.
+func (e *evaluation) stopped(i int) bool {
+	return i%ctxEvery == 0 && e.ctx.Err() != nil
+}
+
+type shownKey struct {
+	col *column
+	id  uint32
+}
+
+// show is ds.display(col, id), copied once per evaluation.
+func (e *evaluation) show(col *column, id uint32) any {
+	if id == 0 {
+		return nil
+	}
+	k := shownKey{col, id}
+	v, ok := e.shown[k]
+	if !ok {
+		v = e.ds.display(col, id)
+		e.shown[k] = v
+	}
+	return v
 }
 
 func withinMostly(unexpected, elements int, mostly float64) bool {
@@ -199,6 +249,9 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		bad := make([]bool, len(col.dict.count))
 		u := 0
 		for id := 1; id < len(bad); id++ {
+			if e.stopped(id) {
+				return cr
+			}
 			if col.dict.count[id] > 1 {
 				bad[id] = true
 				u += int(col.dict.count[id])
@@ -272,8 +325,11 @@ func inBounds(x float64, min, max *float64, strict bool) bool {
 func (e *evaluation) rowByID(cr *CheckResult, c *compiled, col *column, bad []bool, nullBad bool, unexpected, missing int) {
 	if unexpected > 0 {
 		for r, id := range col.ids {
+			if e.stopped(r) {
+				return
+			}
 			if id == 0 && nullBad || id != 0 && bad != nil && bad[id] {
-				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, e.ds.display(col, id))
+				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, e.show(col, id))
 				cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, r)
 				if len(cr.PartialUnexpectedIndexList) == partialLimit {
 					break
@@ -313,33 +369,103 @@ func (e *evaluation) invalid(c *compiled, col *column) []bool {
 			want = fTimestamp
 		}
 		for id := 1; id < len(bad); id++ {
+			if e.stopped(id) {
+				return bad
+			}
 			bad[id] = d.flags[id]&want == 0
 		}
 	case CheckBetween:
 		for id := 1; id < len(bad); id++ {
+			if e.stopped(id) {
+				return bad
+			}
 			bad[id] = d.flags[id]&fNumber == 0 || !inBounds(d.num[id], c.min, c.max, c.strict)
 		}
 	case CheckInSet:
 		for id := 1; id < len(bad); id++ {
 			bad[id] = true
 		}
-		for _, v := range c.values {
+		for i, v := range c.values {
+			if e.stopped(i) {
+				return bad
+			}
 			if id := e.ds.lookup(col, v); id != 0 {
 				bad[id] = false
 			}
 		}
 	case CheckRegex:
-		for id := 1; id < len(bad); id++ {
-			t := e.ds.text(col, uint32(id))
-			bad[id] = t == nil || !c.re.Match(t)
-		}
+		e.matchRegex(c, col, bad)
 	case CheckLengthBetween:
 		for id := 1; id < len(bad); id++ {
+			if e.stopped(id) {
+				return bad
+			}
 			t := e.ds.text(col, uint32(id))
 			bad[id] = t == nil || !inBounds(float64(runeLen(t)), c.min, c.max, false)
 		}
 	}
 	return bad
+}
+
+// matchRegex marks the distinct values of col that c's pattern does not match. It checks
+// ctx every ctxEvery values or regexCheckNanos of estimated matching, whichever comes
+// first; a value whose match alone is estimated above regexCheckNanos is read through a
+// runeReader that ends the input once ctx has ended, every regexCheckNanos of its runes.
+func (e *evaluation) matchRegex(c *compiled, col *column, bad []bool) {
+	since := 0.0 // estimated nanoseconds since the last check of ctx
+	var rr runeReader
+	for id := 1; id < len(bad); id++ {
+		t := e.ds.text(col, uint32(id))
+		if t == nil {
+			bad[id] = true
+			continue
+		}
+		ns, long := c.shape.matchNanos(len(t))
+		since += ns
+		if since >= regexCheckNanos || id%ctxEvery == 0 {
+			since = 0
+			if e.ctx.Err() != nil {
+				return
+			}
+		}
+		if !long {
+			bad[id] = !c.re.Match(t)
+			continue
+		}
+		rr = runeReader{b: t, ctx: e.ctx, every: c.shape.runesPerCheck()}
+		bad[id] = !c.re.MatchReader(&rr)
+	}
+}
+
+// runeReader reads a value rune by rune for regexp's MatchReader and ends the input (an
+// error, which regexp reads as the end of the text) once ctx has ended, checking it every
+// `every` runes. It decodes as regexp does with a []byte: invalid UTF-8 reads as
+// utf8.RuneError, one byte at a time.
+type runeReader struct {
+	b     []byte
+	ctx   context.Context
+	every int
+	left  int
+}
+
+func (r *runeReader) ReadRune() (rune, int, error) {
+	if r.left == 0 {
+		r.left = r.every
+		if err := r.ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+	}
+	r.left--
+	if len(r.b) == 0 {
+		return 0, 0, io.EOF
+	}
+	if c := r.b[0]; c < utf8.RuneSelf {
+		r.b = r.b[1:]
+		return rune(c), 1, nil
+	}
+	c, n := utf8.DecodeRune(r.b)
+	r.b = r.b[n:]
+	return c, n, nil
 }
 
 // lookup returns the id of the in_set member v in col, or 0. For CSV a member is compared as
@@ -390,6 +516,9 @@ func (e *evaluation) compoundUnique(cr *CheckResult, c *compiled) {
 		pairs := make(map[uint64]uint32, min(ds.rows, 1<<16))
 		next = 0
 		for r, id := range col.ids {
+			if e.stopped(r) {
+				return
+			}
 			if key[r] == 0 || id == 0 {
 				key[r] = 0
 				continue
@@ -423,10 +552,13 @@ func (e *evaluation) compoundUnique(cr *CheckResult, c *compiled) {
 	}
 	if u > 0 {
 		for r, k := range key {
+			if e.stopped(r) {
+				return
+			}
 			if k != 0 && count[k] > 1 {
 				tuple := make([]any, len(cols))
 				for i, col := range cols {
-					tuple[i] = ds.display(col, col.ids[r])
+					tuple[i] = e.show(col, col.ids[r])
 				}
 				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, tuple)
 				cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, r)
@@ -447,6 +579,9 @@ func (e *evaluation) columnComparison(cr *CheckResult, c *compiled) {
 	var lt, rt []instant
 	missing, u := 0, 0
 	for row := 0; row < ds.rows; row++ {
+		if e.stopped(row) {
+			return
+		}
 		a, b := l.ids[row], r.ids[row]
 		if a == 0 || b == 0 {
 			missing++
@@ -458,7 +593,7 @@ func (e *evaluation) columnComparison(cr *CheckResult, c *compiled) {
 		if !ds.compare(l, r, a, b, lt, rt, c.op) {
 			u++
 			if len(cr.PartialUnexpectedIndexList) < partialLimit {
-				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, []any{ds.display(l, a), ds.display(r, b)})
+				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, []any{e.show(l, a), e.show(r, b)})
 				cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, row)
 			}
 		}
@@ -569,6 +704,9 @@ func (e *evaluation) outliers(cr *CheckResult, c *compiled) {
 	bad := make([]bool, len(d.count))
 	u, out := 0, 0
 	for id := 1; id < len(bad); id++ {
+		if e.stopped(id) {
+			return
+		}
 		switch {
 		case d.flags[id]&fNumber == 0:
 			bad[id] = true
@@ -593,6 +731,9 @@ func (e *evaluation) freshness(cr *CheckResult, c *compiled) {
 	var newest instant
 	found := false
 	for id := 1; id < len(times); id++ {
+		if e.stopped(id) {
+			return
+		}
 		if col.dict.flags[id]&fTimestamp == 0 || col.dict.count[id] == 0 {
 			continue
 		}

@@ -80,8 +80,15 @@ func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 	}
 	cols := d.cols
 	ncol := len(cols)
-	batch := make([]string, 0, csvBatch*ncol)
-	lines := make([]int, 0, csvBatch)
+	// A batch holds up to csvBatch rows, fewer for wide tables so that its fields stay
+	// within csvBatchFields (1 MiB of string headers).
+	batchRows := max(16, min(csvBatch, csvBatchFields/max(ncol, 1)))
+	batch := make([]string, 0, batchRows*ncol)
+	lines := make([]int, 0, batchRows)
+	// sized readers (strings.Reader, bytes.Reader, JSONStringReader) let the columns be
+	// allocated once after the first csvBatch rows.
+	sized, _ := r.(interface{ Len() int })
+	presized := sized == nil
 	flush := func() error {
 		for j, c := range cols {
 			if r := d.addTexts(c, batch, j, ncol); r >= 0 {
@@ -89,13 +96,22 @@ func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 			}
 		}
 		d.rows += len(lines)
+		// The column store is bounded by the bytes of the whole input where the reader
+		// knows them (the columns are sized for all of it), else by the bytes read.
+		read := cr.InputOffset()
+		if sized != nil {
+			read += int64(sized.Len())
+		}
+		if excess := d.overIngestLimit(read); excess != "" {
+			at := line
+			if len(lines) > 0 {
+				at = lines[len(lines)-1]
+			}
+			return csvErr(at, "%s.", excess)
+		}
 		batch, lines = batch[:0], lines[:0]
 		return nil
 	}
-	// sized readers (strings.Reader, bytes.Reader, JSONStringReader) let the columns be
-	// allocated once after the first batch.
-	sized, _ := r.(interface{ Len() int })
-	presized := sized == nil
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -119,11 +135,11 @@ func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 		}
 		batch = append(batch, rec...)
 		lines = append(lines, line)
-		if len(lines) == csvBatch {
+		if len(lines) == batchRows {
 			if err := flush(); err != nil {
 				return err
 			}
-			if !presized {
+			if !presized && d.rows >= csvBatch {
 				presized = true
 				if done := cr.InputOffset(); done > 0 {
 					est := float64(d.rows) * float64(done+int64(sized.Len())) / float64(done)
@@ -206,10 +222,12 @@ func (d *Dataset) ReadRecords(dec *jsontext.Decoder) error {
 	if _, err := dec.ReadToken(); err != nil {
 		return fmt.Errorf("read data.records: %w", err)
 	}
+	start, before := dec.InputOffset(), d.read
 	for dec.PeekKind() != ']' {
 		if err := d.readRecord(dec); err != nil {
 			return err
 		}
+		d.read = before + dec.InputOffset() - start
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return fmt.Errorf("read data.records: %w", err)
@@ -225,6 +243,10 @@ func (d *Dataset) flushRecords() error {
 	if r := d.flushJSON(); r >= 0 {
 		path := recordsPath(first + r)
 		return engine.Invalid(codeData, path, "object", "object", "%s: a column's distinct values exceed 4 GiB.", path)
+	}
+	if excess := d.overIngestLimit(d.read); excess != "" {
+		path := recordsPath(d.rows - 1)
+		return engine.Invalid(codeData, path, "object", "object", "data.records up to %s: %s.", path, excess)
 	}
 	return nil
 }
@@ -250,6 +272,7 @@ func (d *Dataset) AddRecord(rec jsontext.Value) error {
 	if err := d.readRecord(jsontext.NewDecoder(bytes.NewReader(rec))); err != nil {
 		return err
 	}
+	d.read += int64(len(rec))
 	return d.flushRecords()
 }
 

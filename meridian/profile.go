@@ -23,12 +23,15 @@ func (d *Dataset) profile(ctx context.Context) (*Profile, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p.Columns = append(p.Columns, d.profileColumn(c))
+		p.Columns = append(p.Columns, d.profileColumn(ctx, c))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // a column's profile may have stopped early
 	}
 	return p, nil
 }
 
-func (d *Dataset) profileColumn(c *column) ColumnProfile {
+func (d *Dataset) profileColumn(ctx context.Context, c *column) ColumnProfile {
 	dict := &c.dict
 	cp := ColumnProfile{
 		Name:          c.name,
@@ -54,13 +57,21 @@ func (d *Dataset) profileColumn(c *column) ColumnProfile {
 		cp.InferredType = &t
 		switch t {
 		case "integer", "number":
-			s := c.numeric()
+			// The summary a check computed, or one made for this profile alone: keeping it
+			// would hold 24 bytes per distinct number of every column until the end.
+			s := c.stats
+			if s == nil {
+				s = c.summary()
+			}
 			cp.Min, cp.Max = ptr(s.min()), ptr(s.max())
 			cp.Mean, cp.Stddev = ptr(s.mean()), ptr(s.stddev())
 			cp.P05, cp.P50, cp.P95 = ptr(s.quantile(0.05)), ptr(s.quantile(0.5)), ptr(s.quantile(0.95))
 		case "string", "timestamp":
 			lo, hi := math.MaxInt, 0
 			for id := 1; id < len(dict.count); id++ {
+				if id%ctxEvery == 0 && ctx.Err() != nil {
+					return cp
+				}
 				n := runeLen(d.text(c, uint32(id)))
 				lo, hi = min(lo, n), max(hi, n)
 			}

@@ -17,21 +17,31 @@ type numericSummary struct {
 }
 
 // numeric returns the summary of the numeric values of c (JSON numbers; CSV text that parses
-// as a number).
+// as a number), kept for the other checks of the column.
 func (c *column) numeric() *numericSummary {
-	if c.stats != nil {
-		return c.stats
+	if c.stats == nil {
+		c.stats = c.summary()
 	}
-	var tmp []valCount
+	return c.stats
+}
+
+// summary computes the numeric summary of c: 40 bytes per distinct number while it is built
+// (a 16-byte pair to sort, then 24 bytes kept), none wasted on growing slices.
+func (c *column) summary() *numericSummary {
 	d := &c.dict
+	n := 0
+	for id := 1; id < len(d.count); id++ {
+		if d.flags[id]&fNumber != 0 && d.count[id] > 0 {
+			n++
+		}
+	}
+	tmp := make([]valCount, 0, n)
 	for id := 1; id < len(d.count); id++ {
 		if d.flags[id]&fNumber != 0 && d.count[id] > 0 {
 			tmp = append(tmp, valCount{d.num[id], int(d.count[id])})
 		}
 	}
-	s := summarize(tmp)
-	c.stats = s
-	return s
+	return summarize(tmp)
 }
 
 type valCount struct {
@@ -50,7 +60,7 @@ func summarize(vc []valCount) *numericSummary {
 		}
 		return 0
 	})
-	s := &numericSummary{}
+	s := &numericSummary{vals: make([]float64, 0, len(vc)), cnt: make([]int, 0, len(vc)), cum: make([]int, 0, len(vc))}
 	for _, e := range vc {
 		s.n += e.c
 		if k := len(s.vals); k > 0 && s.vals[k-1] == e.v {

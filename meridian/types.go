@@ -29,12 +29,6 @@ const (
 	MaxCells   = 50_000_000 // rows × columns
 )
 
-// MaxWork bounds the costly part of the checks of one request, in units of work: a
-// compound_unique check costs rows × (columns − 1) key pairings, a regex check one match per
-// distinct value of its column; the other checks are linear scans bounded by MaxChecks ×
-// MaxRows. 50,000,000 units take a few seconds.
-const MaxWork = 50_000_000
-
 // Default policy thresholds (score points).
 const (
 	DefaultBlockBelow  = 40.0
@@ -60,6 +54,10 @@ type Request struct {
 	// Dataset holds the data when a streaming caller fed it (NewDataset, then ReadCSV or
 	// ReadRecords) instead of sending Data. Not part of the body.
 	Dataset *Dataset `json:"-"`
+	// Budget is the CPU time Analyze accepts to spend, as estimated by Estimate before the
+	// work starts; work above it is refused with WORK_LIMIT_EXCEEDED. Zero means
+	// engine.DefaultSyncBudget (5 s), the API's limit. Not part of the body.
+	Budget time.Duration `json:"-"`
 
 	// plan is what Validate compiled, so that Analyze does not compile the request twice.
 	plan engine.Compiled[requestKey, plan]

@@ -79,6 +79,7 @@ type compiled struct {
 	expected          string
 	values            []jsontext.Value
 	re                *regexp.Regexp
+	shape             regexShape // of re's program, for the cost model
 	op                string
 	method            string
 	threshold         float64
@@ -161,6 +162,7 @@ func (r *Request) compile() (*plan, error) {
 	if err := r.compileChecks(p); err != nil {
 		return nil, err
 	}
+	p.analyzeRegexes()
 	if err := r.compileSignals(p); err != nil {
 		return nil, err
 	}
@@ -298,6 +300,25 @@ func (r *Request) compileChecks(p *plan) error {
 		p.checks = append(p.checks, c)
 	}
 	return nil
+}
+
+// analyzeRegexes gives each regex check the shape of its program for the cost model
+// (analysed once per distinct pattern, a millisecond at most).
+func (p *plan) analyzeRegexes() {
+	shapes := map[string]regexShape{}
+	for i := range p.checks {
+		c := &p.checks[i]
+		if c.re == nil {
+			continue
+		}
+		pattern := c.re.String()
+		sh, ok := shapes[pattern]
+		if !ok {
+			sh = analyzeRegex(pattern)
+			shapes[pattern] = sh
+		}
+		c.shape = sh
+	}
 }
 
 func compileCheck(i int, in *Check) (compiled, error) {
