@@ -110,3 +110,29 @@ func TestDefaultMemoryLimitIsHalfOfWhatTheProcessMayUse(t *testing.T) {
 		t.Fatalf("default %d bytes, machine %d", got, total)
 	}
 }
+
+// A growth of memory already held is served before new reservations that arrived first:
+// otherwise a request waiting to grow would wait behind newcomers that wait for it.
+func TestGrowthIsServedBeforeNewReservations(t *testing.T) {
+	m := NewMemory(100, 2*time.Second)
+	held, err := m.Reserve(context.Background(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newcomer := make(chan error, 1)
+	go func() {
+		r, err := m.Reserve(context.Background(), 60)
+		if err == nil {
+			defer r.Release()
+		}
+		newcomer <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the newcomer waits: 60 + 60 > 100
+	if err := held.Grow(context.Background(), 30); err != nil {
+		t.Fatalf("growth behind a waiting newcomer: %v", err)
+	}
+	held.Release()
+	if err := <-newcomer; err != nil {
+		t.Fatalf("newcomer after the release: %v", err)
+	}
+}

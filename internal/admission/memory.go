@@ -2,6 +2,7 @@ package admission
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"errors"
 	"os"
@@ -9,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 )
 
 // DefaultMemoryWait is how long a request waits for memory before it is refused with 503.
@@ -21,13 +20,27 @@ const DefaultMemoryWait = 10 * time.Second
 var ErrMemoryBusy = errors.New("admission: the memory budget stayed full for the whole wait")
 
 // Memory is the process-wide memory budget that heavy requests are admitted against by
-// their estimated peak (RISKAPI_MEMORY_LIMIT). Reservations are served first come, first
-// served (a large request is not starved by a stream of small ones), and a reservation
-// larger than the whole budget is refused at once: it could never fit.
+// their estimated peak (RISKAPI_MEMORY_LIMIT). A request reserves twice: for its body before
+// reading it (Reserve), then for its work once the body is decoded and the work estimated
+// (Grow). Waiters are served in order, growths before new reservations: a request that already
+// holds memory finishes and gives it back sooner than a new one, and serving new arrivals
+// first could leave every admitted request waiting on memory that only the newcomers' waits
+// running out would free. Within each class it is first come, first served (a large
+// reservation is not starved by a stream of small ones), and a reservation larger than the
+// whole budget is refused at once: it could never fit.
 type Memory struct {
 	limit int64
 	wait  time.Duration
-	sem   *semaphore.Weighted
+
+	mu      sync.Mutex
+	held    int64
+	waiters list.List // of *waiter: growths first, then new reservations, each in arrival order
+}
+
+type waiter struct {
+	n     int64
+	grow  bool
+	ready chan struct{} // closed once the bytes are held for this waiter
 }
 
 // NewMemory returns a budget of limit bytes whose reservations wait up to wait (zero or
@@ -36,11 +49,93 @@ func NewMemory(limit int64, wait time.Duration) *Memory {
 	if wait <= 0 {
 		wait = DefaultMemoryWait
 	}
-	return &Memory{limit: limit, wait: wait, sem: semaphore.NewWeighted(limit)}
+	return &Memory{limit: limit, wait: wait}
 }
 
 // Limit is the budget in bytes.
 func (m *Memory) Limit() int64 { return m.limit }
+
+// acquire waits until n bytes are held for the caller, at most m.wait or until ctx ends.
+func (m *Memory) acquire(ctx context.Context, n int64, grow bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.held+n <= m.limit && !m.queuedAhead(grow) {
+		m.held += n
+		m.mu.Unlock()
+		return nil
+	}
+	w := &waiter{n: n, grow: grow, ready: make(chan struct{})}
+	var elem *list.Element
+	if grow {
+		mark := m.waiters.Front()
+		for mark != nil && mark.Value.(*waiter).grow {
+			mark = mark.Next()
+		}
+		if mark != nil {
+			elem = m.waiters.InsertBefore(w, mark)
+		} else {
+			elem = m.waiters.PushBack(w)
+		}
+	} else {
+		elem = m.waiters.PushBack(w)
+	}
+	m.mu.Unlock()
+
+	timer := time.NewTimer(m.wait)
+	defer timer.Stop()
+	var err error
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = ErrMemoryBusy
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-w.ready: // granted while giving up: give it back
+		m.held -= n
+	default:
+		m.waiters.Remove(elem)
+	}
+	m.grant() // the waiters behind this one may fit now
+	return err
+}
+
+// queuedAhead reports whether a waiter would be served before a new caller of the class.
+func (m *Memory) queuedAhead(grow bool) bool {
+	front := m.waiters.Front()
+	return front != nil && (!grow || front.Value.(*waiter).grow)
+}
+
+// grant serves waiters in order while the first one fits. m.mu is held.
+func (m *Memory) grant() {
+	for {
+		front := m.waiters.Front()
+		if front == nil {
+			return
+		}
+		w := front.Value.(*waiter)
+		if m.held+w.n > m.limit {
+			return
+		}
+		m.held += w.n
+		m.waiters.Remove(front)
+		close(w.ready)
+	}
+}
+
+// release gives n bytes back and serves the waiters that fit.
+func (m *Memory) release(n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.held -= n
+	m.grant()
+}
 
 // Reservation is memory held against the budget until Release.
 type Reservation struct {
@@ -54,15 +149,17 @@ type Reservation struct {
 // ended, and ErrTooLarge when n exceeds the whole budget. n ≤ 0 reserves nothing.
 func (m *Memory) Reserve(ctx context.Context, n int64) (*Reservation, error) {
 	r := &Reservation{m: m}
-	return r, r.Grow(ctx, n)
+	return r, r.add(ctx, n, false)
 }
 
 // ErrTooLarge reports a reservation larger than the whole budget.
 var ErrTooLarge = errors.New("admission: the reservation exceeds the whole memory budget")
 
-// Grow adds n bytes to the reservation, waiting as Reserve does; on error the reservation
-// is as it was.
-func (r *Reservation) Grow(ctx context.Context, n int64) error {
+// Grow adds n bytes to the reservation, waiting as Reserve does but ahead of new
+// reservations; on error the reservation is as it was.
+func (r *Reservation) Grow(ctx context.Context, n int64) error { return r.add(ctx, n, true) }
+
+func (r *Reservation) add(ctx context.Context, n int64, grow bool) error {
 	if n <= 0 {
 		return nil
 	}
@@ -72,13 +169,8 @@ func (r *Reservation) Grow(ctx context.Context, n int64) error {
 	if held+n > r.m.limit {
 		return ErrTooLarge
 	}
-	wait, cancel := context.WithTimeout(ctx, r.m.wait)
-	defer cancel()
-	if err := r.m.sem.Acquire(wait, n); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return ErrMemoryBusy
+	if err := r.m.acquire(ctx, n, grow); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	r.bytes += n
@@ -93,7 +185,7 @@ func (r *Reservation) Release() {
 	r.bytes = 0
 	r.mu.Unlock()
 	if n > 0 {
-		r.m.sem.Release(n)
+		r.m.release(n)
 	}
 }
 

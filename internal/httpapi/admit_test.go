@@ -103,7 +103,7 @@ func TestRequestsWaitForMemoryThenGet503(t *testing.T) {
 	const length = 1000
 	b := setup(t, func(c *Config) {
 		// Room for one body of that length, not two.
-		c.Bounds.MemoryLimit, c.Bounds.MemoryWait = product.Meridian.BodyMemory(length)*3/2, 300*time.Millisecond
+		c.Bounds.MemoryLimit, c.Bounds.MemoryWait = product.Meridian.BodyMemory(length)*3/2, time.Second
 	}, nil)
 	_, other := b.newAccount(store.PlanStarter, nil)
 	held := b.holdQualityCheck(b.testKey, length)
@@ -112,7 +112,7 @@ func TestRequestsWaitForMemoryThenGet503(t *testing.T) {
 	r := b.send(http.MethodPost, "/v1/meridian/quality-check", other, padded(`{"source_id": "s", "data": {"records": [{"a": 1}]}}`, length))
 	waited := time.Since(start)
 	r.wantError(t, http.StatusServiceUnavailable, "service_unavailable_error", "SERVICE_UNAVAILABLE")
-	if r.header.Get("Retry-After") == "" || waited < 250*time.Millisecond {
+	if r.header.Get("Retry-After") == "" || waited < 900*time.Millisecond {
 		t.Fatalf("503 after %v with Retry-After %q: %s", waited, r.header.Get("Retry-After"), r.raw)
 	}
 	// Once the memory is given back, a request that waits gets it.

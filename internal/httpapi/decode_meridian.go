@@ -17,7 +17,7 @@ import (
 // request as it is read (unknown fields and wrong types are reported as on every endpoint;
 // decoding merges into req) and checked by the engine at once, so the first failure in
 // document order is the one reported, whichever side of data it stands.
-func decodeQualityCheck(body io.Reader) (*meridian.Request, *Error) {
+func decodeQualityCheck(body io.Reader) (*qualityCheckRequest, *Error) {
 	req, hasData, e := readQualityCheck(body)
 	if e != nil {
 		return nil, e
@@ -25,7 +25,7 @@ func decodeQualityCheck(body io.Reader) (*meridian.Request, *Error) {
 	if !hasData {
 		req.Dataset = nil
 	}
-	return req, nil
+	return &qualityCheckRequest{Request: *req}, nil
 }
 
 // readQualityCheck reads the members of a quality-check request in document order;

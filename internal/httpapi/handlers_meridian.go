@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
+	"riskapi/engine"
 	"riskapi/internal/product"
 	"riskapi/meridian"
 )
@@ -24,10 +26,10 @@ func init() {
 // row — into the engine's columnar dataset (handleStream), and checked by the engine once it
 // is read, before the Idempotency-Key is taken.
 func (s *Server) handleQualityCheck() http.Handler {
-	return handleStream(s, decodeQualityCheck, validateQualityCheck, func(r *http.Request, req *meridian.Request) (int, any, error) {
+	return handleStream(s, decodeQualityCheck, validateQualityCheck, func(r *http.Request, req *qualityCheckRequest) (int, any, error) {
 		now := s.now()
 		req.Now = now
-		res, err := meridian.Analyze(r.Context(), *req)
+		res, err := meridian.Analyze(r.Context(), req.Request)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -38,4 +40,16 @@ func (s *Server) handleQualityCheck() http.Handler {
 // validateQualityCheck checks the whole request once it is read — the rules that tie its
 // members together (a source_id, data or signals, checks need data) — with the engine, which
 // keeps what it compiled for Analyze.
-func validateQualityCheck(req *meridian.Request) *Error { return asValidation(req.Validate()) }
+func validateQualityCheck(req *qualityCheckRequest) *Error { return asValidation(req.Validate()) }
+
+// qualityCheckRequest is the body of POST /v1/meridian/quality-check as decoded: the engine's
+// request, its data already fed into the dataset.
+type qualityCheckRequest struct{ meridian.Request }
+
+// estimate is the engine's estimate of the checks' work on the data read (platform contract
+// §11); Meridian has no background form. The engine refuses above the same budget itself.
+func (req *qualityCheckRequest) estimate(budget time.Duration) (engine.Cost, bool, error) {
+	req.Budget = budget
+	cost, err := meridian.Estimate(req.Request)
+	return cost, false, err
+}

@@ -161,8 +161,7 @@ var (
 			return meridian.Analyze(ctx, req)
 		},
 		Scenarios: meridian.TestModeScenarios,
-		// A CSV of 1,000 columns × 12,500 distinct values (58 MB) peaked at 1.17 GB: 20×.
-		BodyMemory: func(n int64) int64 { return 24*n + 1<<20 },
+		BodyMemory: meridian.IngestPeak,
 		Generate: func(scenario string, seed int64) (any, any) {
 			req, truth := meridian.Generate(scenario, seed, meridian.GenParams{})
 			return req, truth
