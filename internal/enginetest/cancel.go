@@ -64,3 +64,7 @@ func StopsSoonAfterCancel(t *testing.T, analyze func(ctx context.Context) error)
 		return
 	}
 }
+
+// RaceEnabled reports whether the tests run under the race detector, for timing checks
+// outside the engines that skip under it too.
+const RaceEnabled = raceEnabled
