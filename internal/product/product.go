@@ -160,7 +160,7 @@ var (
 			req.Now = now
 			return meridian.Analyze(ctx, req)
 		},
-		Scenarios: meridian.TestModeScenarios,
+		Scenarios:  meridian.TestModeScenarios,
 		BodyMemory: meridian.IngestPeak,
 		Generate: func(scenario string, seed int64) (any, any) {
 			req, truth := meridian.Generate(scenario, seed, meridian.GenParams{})
