@@ -243,9 +243,9 @@ func (sim *simulation) runScenario(k int, isFirst bool) (ScenarioResult, []float
 	if isFirst {
 		fs = make([]firstStats, sim.workers)
 		for w := range fs {
-			fs[w].fails = make([]int32, n)
+			fs[w].fails = ownLines[int32](n)
 			if en && N > 1 {
-				fs[w].shortQ = make([]int64, n)
+				fs[w].shortQ = ownLines[int64](n)
 			}
 		}
 		if en && N == 1 {
