@@ -275,15 +275,20 @@ func regexBody(checks int, pattern string, length int) []byte {
 	return []byte(fmt.Sprintf(`{"source_id": "repro", "data": {"records": [{"v": %q}]}, "checks": [%s]}`, strings.Repeat("a", length), strings.Join(cs, ",")))
 }
 
+// marketBody is firms firms with a segment and a quantity in two periods, and two more firms
+// over ten periods, so that the market has the ten periods an analysis needs.
 func marketBody(firms int) []byte {
 	var b strings.Builder
 	b.WriteString(`{"market_id": "repro", "observations": [`)
 	for period := 1; period <= 2; period++ {
 		for f := range firms {
-			if period > 1 || f > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, `{"firm": "f%d", "period": %d, "price": %d.5, "quantity": 3, "segment": "s%d"}`, f, period, 10+f%7, f%50)
+			fmt.Fprintf(&b, `{"firm": "f%d", "period": %d, "price": %d.5, "quantity": 3, "segment": "s%d"},`, f, period, 10+f%7, f%50)
+		}
+	}
+	for period := 1; period <= 10; period++ {
+		fmt.Fprintf(&b, `{"firm": "a", "period": %d, "price": 10}, {"firm": "b", "period": %d, "price": 11}`, period, period)
+		if period < 10 {
+			b.WriteByte(',')
 		}
 	}
 	b.WriteString(`]}`)
