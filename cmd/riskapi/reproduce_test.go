@@ -85,7 +85,7 @@ func TestSecurityReproductions(t *testing.T) {
 		// A heavy request under the budget, its client gone at 300 ms: the CPU stops.
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		body := regexBody(1, "[a-z]{60}x", 300_000)
+		body := regexBody(2, "[a-z]{400}x", 300_000)
 		start := cpuSeconds(t, pid)
 		status, _, took = post(ctx, attacker, "/v1/meridian/quality-check", body)
 		time.Sleep(100 * time.Millisecond)
@@ -101,7 +101,7 @@ func TestSecurityReproductions(t *testing.T) {
 		within2s("market division", status, took, raw, http.StatusOK, http.StatusBadRequest)
 	})
 	t.Run("4 async cascade of another account behind a large one", func(t *testing.T) {
-		status, raw, _ := post(context.Background(), attacker, "/v1/cascade/simulate", withAsync(cascadeBody(2000, 20_000, "threshold", 1_000_000)))
+		status, raw, _ := post(context.Background(), attacker, "/v1/cascade/simulate", withAsync(cascadeBody(5000, 50_000, "threshold", 100_000)))
 		if status != http.StatusAccepted {
 			t.Fatalf("large job: %d %.300s", status, raw)
 		}
