@@ -19,6 +19,11 @@ type Cost struct {
 	// Field is the input that drives the cost: details.field of WORK_LIMIT_EXCEEDED
 	// ("network.edges", "checks[2]", "firms").
 	Field string
+	// Output is the estimated size of the encoded result where it can outgrow the input
+	// (Meridian's lists of unexpected values repeat a long value once per failing check);
+	// zero where the result stays small beside the input. The API holds it against the memory
+	// budget once for each copy of the result it makes.
+	Output int64
 }
 
 // DefaultSyncBudget is the contract's synchronous budget: work estimated above the

@@ -48,6 +48,11 @@ func Estimate(req Request) (engine.Cost, error) {
 // cost is the estimate of the work Analyze does on ds once ds has been read.
 func (p *plan) cost(ds *Dataset, hasData bool) engine.Cost { return p.sheet(ds, hasData).cost() }
 
+// outputPerValueByte is what one byte of a listed value takes in the encoded result: JSON
+// escapes at most 6 bytes for one (a control character as \u00XX), and text rarely more
+// than a few percent of its bytes; 2 covers text with a third of its bytes escaped.
+const outputPerValueByte = 2
+
 // CPU constants of the model, in nanoseconds per iteration of a loop. Each was measured by
 // `COST_CALIBRATE=1 go test -run TestCalibrate -v ./meridian` (a case isolates the loop and
 // runs it for 50–400 ms of CPU five times on a fresh dataset; the median is quoted below as
@@ -316,6 +321,9 @@ type costSheet struct {
 	// step's bytes may still be on the heap, uncollected, while the next step's are.
 	passing, passed float64
 	dataBytes       float64 // the dataset Analyze builds from inline data
+	// output is the bytes of values the partial lists show in the encoded result: unlike
+	// their memory, once per check that lists them.
+	output float64
 }
 
 func (p *plan) sheet(ds *Dataset, hasData bool) *costSheet {
@@ -371,6 +379,7 @@ func (s *costSheet) list(cols ...*column) float64 {
 		b := partialLimit * float64(f.maxText)
 		ns += min(b, float64(f.textBytes)) * costListByte
 		s.shown[c] += b + partialLimit*memListEntry
+		s.output += min(b, float64(f.textBytes)) * outputPerValueByte
 	}
 	return ns
 }
@@ -546,5 +555,6 @@ func (s *costSheet) cost() engine.Cost {
 		CPU:    engine.PerUnit(s.ns, 1),
 		Memory: int64(math.Ceil(memAnalyze + s.dataBytes + s.held + s.passing + s.passed)),
 		Field:  field,
+		Output: int64(math.Ceil(s.output)),
 	}
 }

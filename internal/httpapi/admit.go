@@ -96,20 +96,29 @@ func (s *Server) checkCost(cost engine.Cost, background bool) *Error {
 	if e := cost.Within(budget); e != nil {
 		return asValidation(e)
 	}
-	if cost.Memory > s.memory.Limit() {
+	if peak := workMemory(cost); peak > s.memory.Limit() {
+		cost.Memory = peak
 		return s.memoryError(context.Background(), admission.ErrTooLarge, cost)
 	}
 	return nil
 }
 
+// resultCopies is how many copies of an encoded result a request holds at once: the encoded
+// analysis, the payload stored with it and the response envelope.
+const resultCopies = 3
+
+// workMemory is what a request's work holds at its peak: the engine's estimate and the
+// copies of its result.
+func workMemory(cost engine.Cost) int64 { return cost.Memory + resultCopies*cost.Output }
+
 // reserveWork adds the work's estimated peak to the request's reservation, waiting for
 // memory as admit does. Requests outside admit (none in production) reserve nothing.
 func (s *Server) reserveWork(r *http.Request, cost engine.Cost) *Error {
 	res := requestInfoFrom(r.Context()).memory
-	if res == nil || cost.Memory <= 0 {
+	if res == nil || workMemory(cost) <= 0 {
 		return nil
 	}
-	if err := res.Grow(r.Context(), cost.Memory); err != nil {
+	if err := res.Grow(r.Context(), workMemory(cost)); err != nil {
 		return s.memoryError(r.Context(), err, cost)
 	}
 	return nil

@@ -71,3 +71,29 @@ func TestClientGoneStopsTheWork(t *testing.T) {
 		t.Fatalf("an internal error was logged: %s", b.logs.String())
 	}
 }
+
+// TestResultsThatOutgrowTheMemoryBudgetAreRefused: each failing Meridian check lists up to 20
+// unexpected values whole, so 100 checks failing on 20 values of 100,000 characters (a 2 MB
+// body) would put 200 MB of values in the result, held once per copy of it; the estimate
+// counts the result's size, and the request is refused before the work, not after.
+func TestResultsThatOutgrowTheMemoryBudgetAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Bounds.MemoryLimit = 512 << 20 }, nil)
+	records := make([]string, 20)
+	for i := range records {
+		records[i] = fmt.Sprintf(`{"v": %q}`, strings.Repeat(string(rune('a'+i)), 100_000))
+	}
+	checks := make([]string, 100)
+	for i := range checks {
+		checks[i] = `{"type": "regex", "column": "v", "pattern": "^x$"}`
+	}
+	body := fmt.Sprintf(`{"source_id": "long-values", "data": {"records": [%s]}, "checks": [%s]}`, strings.Join(records, ","), strings.Join(checks, ","))
+	r := b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, body)
+	r.wantError(t, http.StatusBadRequest, "validation_error", "WORK_LIMIT_EXCEEDED")
+	if got, _ := r.field("error.details.received").(string); !strings.HasSuffix(got, "bytes of memory") {
+		t.Fatalf("refused for something else than memory: %s", r.raw)
+	}
+	// Ten such checks fit: the same data is analysed.
+	body = fmt.Sprintf(`{"source_id": "long-values", "data": {"records": [%s]}, "checks": [%s]}`, strings.Join(records, ","), strings.Join(checks[:10], ","))
+	b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, body).wantSuccess(t)
+}
