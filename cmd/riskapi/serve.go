@@ -315,6 +315,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Background Cascade simulations: resumed from the store after a restart or a crash.
 	bounds := cfg.bounds.WithDefaults()
 	memoryBudget := admission.NewMemory(bounds.MemoryLimit, bounds.MemoryWait)
+	logger.Info("bounded work", "memory_limit_bytes", bounds.MemoryLimit, "sync_budget", bounds.SyncBudget.String(),
+		"background_budget", bounds.BackgroundBudget.String(), "account_concurrency", bounds.PerAccount)
 	simulations, err := simulation.NewRunner(simulation.RunnerConfig{
 		Memory:      memoryBudget,
 		Store:       st,
