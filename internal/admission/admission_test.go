@@ -136,3 +136,57 @@ func TestGrowthIsServedBeforeNewReservations(t *testing.T) {
 		t.Fatalf("newcomer after the release: %v", err)
 	}
 }
+
+// Two requests whose bodies fill the budget and that both need more for their work would
+// each wait for the other until both timed out: the newest is refused at once instead, and
+// once its request gives its memory back the other is served.
+func TestGrowthsThatWaitOnEachOtherDoNotBothTimeOut(t *testing.T) {
+	m := NewMemory(100, 5*time.Second)
+	a, _ := m.Reserve(context.Background(), 50)
+	b, _ := m.Reserve(context.Background(), 50)
+	grown := make(chan error, 1)
+	go func() { grown <- a.Grow(context.Background(), 30) }()
+	time.Sleep(20 * time.Millisecond) // a waits: b holds the rest and is running
+	start := time.Now()
+	if err := b.Grow(context.Background(), 30); !errors.Is(err, ErrMemoryBusy) {
+		t.Fatalf("the newest of two stuck growths: %v, want ErrMemoryBusy at once", err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("refused after %v, want at once", waited)
+	}
+	b.Release()
+	if err := <-grown; err != nil {
+		t.Fatalf("the older growth after the other gave its memory back: %v", err)
+	}
+	if a.Bytes() != 80 {
+		t.Fatalf("a holds %d bytes, want 80", a.Bytes())
+	}
+	a.Release()
+}
+
+// Background work keeps its place without a deadline: it is served when memory frees,
+// however long that takes, and gives up only when its context ends.
+func TestReserveWhenFreeKeepsItsPlace(t *testing.T) {
+	m := NewMemory(100, 10*time.Millisecond)
+	held, _ := m.Reserve(context.Background(), 100)
+	got := make(chan error, 1)
+	go func() {
+		r, err := m.ReserveWhenFree(context.Background(), 60)
+		if err == nil {
+			r.Release()
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // five of the budget's waits
+	held.Release()
+	if err := <-got; err != nil {
+		t.Fatalf("background reservation: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	held, _ = m.Reserve(context.Background(), 100)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if _, err := m.ReserveWhenFree(ctx, 60); !errors.Is(err, context.Canceled) {
+		t.Fatalf("after its context ended: %v", err)
+	}
+	held.Release()
+}

@@ -20,13 +20,14 @@ const DefaultMemoryWait = 10 * time.Second
 var ErrMemoryBusy = errors.New("admission: the memory budget stayed full for the whole wait")
 
 // Memory is the process-wide memory budget that heavy requests are admitted against by
-// their estimated peak (RISKAPI_MEMORY_LIMIT). A request reserves twice: for its body before
-// reading it (Reserve), then for its work once the body is decoded and the work estimated
-// (Grow). Waiters are served in order, growths before new reservations: a request that already
-// holds memory finishes and gives it back sooner than a new one, and serving new arrivals
-// first could leave every admitted request waiting on memory that only the newcomers' waits
-// running out would free. Within each class it is first come, first served (a large
-// reservation is not starved by a stream of small ones), and a reservation larger than the
+// their estimated peak (RISKAPI_MEMORY_LIMIT). A request reserves for its body before reading
+// it (Reserve), then grows the reservation for its work once the body is decoded and the work
+// estimated (Grow). Growths are served before new reservations, any growth that fits in
+// arrival order (a request that holds memory finishes and gives it back sooner than a new one
+// would); new reservations first come, first served (a large one is not starved by a stream
+// of small ones), and only while no growth waits. When every byte held belongs to requests
+// waiting to grow, none can ever be served: the newest of them is refused at once (its request
+// answers 503 and gives its memory back), so the others go on. A reservation larger than the
 // whole budget is refused at once: it could never fit.
 type Memory struct {
 	limit int64
@@ -34,13 +35,18 @@ type Memory struct {
 
 	mu      sync.Mutex
 	held    int64
-	waiters list.List // of *waiter: growths first, then new reservations, each in arrival order
+	waiters list.List // of *waiter, in arrival order
+	// growing is how many waiters are growths, and stuck the bytes their reservations hold.
+	growing int
+	stuck   int64
 }
 
 type waiter struct {
 	n     int64
 	grow  bool
-	ready chan struct{} // closed once the bytes are held for this waiter
+	holds int64         // for a growth: what its reservation already holds
+	ready chan struct{} // closed once the waiter is served or refused
+	err   error         // set before ready closes when refused
 }
 
 // NewMemory returns a budget of limit bytes whose reservations wait up to wait (zero or
@@ -55,77 +61,106 @@ func NewMemory(limit int64, wait time.Duration) *Memory {
 // Limit is the budget in bytes.
 func (m *Memory) Limit() int64 { return m.limit }
 
-// acquire waits until n bytes are held for the caller, at most m.wait or until ctx ends.
-func (m *Memory) acquire(ctx context.Context, n int64, grow bool) error {
+// acquire waits until n bytes are held for the caller, at most wait (none when wait is 0)
+// or until ctx ends. holds is what a growth's reservation already holds.
+func (m *Memory) acquire(ctx context.Context, n int64, grow bool, holds int64, wait time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	if m.held+n <= m.limit && !m.queuedAhead(grow) {
+	if m.held+n <= m.limit && (grow || m.waiters.Len() == 0) {
 		m.held += n
 		m.mu.Unlock()
 		return nil
 	}
-	w := &waiter{n: n, grow: grow, ready: make(chan struct{})}
-	var elem *list.Element
+	w := &waiter{n: n, grow: grow, holds: holds, ready: make(chan struct{})}
+	elem := m.waiters.PushBack(w)
 	if grow {
-		mark := m.waiters.Front()
-		for mark != nil && mark.Value.(*waiter).grow {
-			mark = mark.Next()
-		}
-		if mark != nil {
-			elem = m.waiters.InsertBefore(w, mark)
-		} else {
-			elem = m.waiters.PushBack(w)
-		}
-	} else {
-		elem = m.waiters.PushBack(w)
+		m.growing++
+		m.stuck += holds
 	}
+	m.breakDeadlock()
 	m.mu.Unlock()
 
-	timer := time.NewTimer(m.wait)
-	defer timer.Stop()
+	var timeout <-chan time.Time
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	var err error
 	select {
 	case <-w.ready:
-		return nil
+		return w.err
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-timer.C:
+	case <-timeout:
 		err = ErrMemoryBusy
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	select {
-	case <-w.ready: // granted while giving up: give it back
-		m.held -= n
+	case <-w.ready: // served or refused while giving up
+		if w.err == nil {
+			m.held -= n
+		}
 	default:
-		m.waiters.Remove(elem)
+		m.leave(elem)
 	}
-	m.grant() // the waiters behind this one may fit now
+	m.grant() // the waiters behind this one may be served now
 	return err
 }
 
-// queuedAhead reports whether a waiter would be served before a new caller of the class.
-func (m *Memory) queuedAhead(grow bool) bool {
-	front := m.waiters.Front()
-	return front != nil && (!grow || front.Value.(*waiter).grow)
+// leave takes a waiter off the queue. m.mu is held.
+func (m *Memory) leave(elem *list.Element) {
+	w := m.waiters.Remove(elem).(*waiter)
+	if w.grow {
+		m.growing--
+		m.stuck -= w.holds
+	}
 }
 
-// grant serves waiters in order while the first one fits. m.mu is held.
+// grant serves the growths that fit, then, while no growth waits, new reservations in order
+// while the first fits. m.mu is held.
 func (m *Memory) grant() {
-	for {
+	for e := m.waiters.Front(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*waiter); w.grow && m.held+w.n <= m.limit {
+			m.held += w.n
+			m.leave(e)
+			close(w.ready)
+		}
+		e = next
+	}
+	for m.growing == 0 {
 		front := m.waiters.Front()
 		if front == nil {
-			return
+			break
 		}
 		w := front.Value.(*waiter)
 		if m.held+w.n > m.limit {
-			return
+			break
 		}
 		m.held += w.n
-		m.waiters.Remove(front)
+		m.leave(front)
 		close(w.ready)
+	}
+	m.breakDeadlock()
+}
+
+// breakDeadlock refuses the newest waiting growth while every byte held belongs to waiting
+// growths: nothing running will give memory back, so none of them could be served. m.mu is
+// held.
+func (m *Memory) breakDeadlock() {
+	for m.growing > 0 && m.stuck >= m.held {
+		for e := m.waiters.Back(); e != nil; e = e.Prev() {
+			if w := e.Value.(*waiter); w.grow {
+				w.err = ErrMemoryBusy
+				m.leave(e)
+				close(w.ready)
+				break
+			}
+		}
 	}
 }
 
@@ -149,7 +184,14 @@ type Reservation struct {
 // ended, and ErrTooLarge when n exceeds the whole budget. n ≤ 0 reserves nothing.
 func (m *Memory) Reserve(ctx context.Context, n int64) (*Reservation, error) {
 	r := &Reservation{m: m}
-	return r, r.add(ctx, n, false)
+	return r, r.add(ctx, n, false, m.wait)
+}
+
+// ReserveWhenFree is Reserve without the wait's end, for background work that has no client
+// to answer: it keeps its place until the bytes fit or ctx ends.
+func (m *Memory) ReserveWhenFree(ctx context.Context, n int64) (*Reservation, error) {
+	r := &Reservation{m: m}
+	return r, r.add(ctx, n, false, 0)
 }
 
 // ErrTooLarge reports a reservation larger than the whole budget.
@@ -157,9 +199,11 @@ var ErrTooLarge = errors.New("admission: the reservation exceeds the whole memor
 
 // Grow adds n bytes to the reservation, waiting as Reserve does but ahead of new
 // reservations; on error the reservation is as it was.
-func (r *Reservation) Grow(ctx context.Context, n int64) error { return r.add(ctx, n, true) }
+func (r *Reservation) Grow(ctx context.Context, n int64) error {
+	return r.add(ctx, n, true, r.m.wait)
+}
 
-func (r *Reservation) add(ctx context.Context, n int64, grow bool) error {
+func (r *Reservation) add(ctx context.Context, n int64, grow bool, wait time.Duration) error {
 	if n <= 0 {
 		return nil
 	}
@@ -169,7 +213,7 @@ func (r *Reservation) add(ctx context.Context, n int64, grow bool) error {
 	if held+n > r.m.limit {
 		return ErrTooLarge
 	}
-	if err := r.m.acquire(ctx, n, grow); err != nil {
+	if err := r.m.acquire(ctx, n, grow, held, wait); err != nil {
 		return err
 	}
 	r.mu.Lock()

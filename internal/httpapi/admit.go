@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"riskapi/engine"
@@ -67,11 +68,11 @@ func (s *Server) admit(p product.Product, next http.Handler) http.Handler {
 			return
 		}
 		defer leave()
-		declared := r.ContentLength
-		if declared < 0 || declared > s.cfg.MaxBodyBytes {
-			declared = s.cfg.MaxBodyBytes // unknown length: the most it may be
+		covered := r.ContentLength // the body bytes the reservation covers
+		if covered < 0 {
+			covered = min(unknownLengthStep, s.cfg.MaxBodyBytes) // chunked: grown as it arrives
 		}
-		need := min(p.BodyMemory(declared), s.memory.Limit())
+		need := p.BodyMemory(covered)
 		res, err := s.memory.Reserve(r.Context(), need)
 		if err != nil {
 			writeError(w, r, s.memoryError(r.Context(), err, engine.Cost{Memory: need, Field: "body"}))
@@ -79,8 +80,41 @@ func (s *Server) admit(p product.Product, next http.Handler) http.Handler {
 		}
 		defer res.Release()
 		info.memory = res
+		if r.ContentLength < 0 {
+			r.Body = &growingBody{ReadCloser: r.Body, s: s, p: p, ctx: r.Context(), res: res, covered: covered}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// unknownLengthStep is what a body of unknown length (chunked) first reserves for: the
+// reservation then doubles as the body arrives, so a small chunked request holds little and
+// a large one is admitted step by step, never for the largest allowed body up front.
+const unknownLengthStep = 1 << 20
+
+// growingBody is a chunked body whose memory reservation grows ahead of the bytes read.
+type growingBody struct {
+	io.ReadCloser
+	s       *Server
+	p       product.Product
+	ctx     context.Context
+	res     *admission.Reservation
+	read    int64
+	covered int64
+}
+
+func (b *growingBody) Read(buf []byte) (int, error) {
+	if b.read+int64(len(buf)) > b.covered && b.covered < b.s.cfg.MaxBodyBytes {
+		next := min(max(2*b.covered, b.read+int64(len(buf))), b.s.cfg.MaxBodyBytes)
+		more := b.p.BodyMemory(next) - b.p.BodyMemory(b.covered)
+		if err := b.res.Grow(b.ctx, more); err != nil {
+			return 0, b.s.memoryError(b.ctx, err, engine.Cost{Memory: b.res.Bytes() + more, Field: "body"})
+		}
+		b.covered = next
+	}
+	n, err := b.ReadCloser.Read(buf)
+	b.read += int64(n)
+	return n, err
 }
 
 // checkCost holds a validated request's estimated cost against the budgets before any of its
@@ -88,7 +122,12 @@ func (s *Server) admit(p product.Product, next http.Handler) http.Handler {
 // WORK_LIMIT_EXCEEDED when the work needs more CPU than budget, or more memory than the
 // whole process budget (it could never be admitted). background is the budget of work that
 // runs in the background (Cascade); the synchronous budget otherwise.
-func (s *Server) checkCost(cost engine.Cost, background bool) *Error {
+//
+// The memory compared is the work's peak plus what the request holds for its body already
+// (foreground work only: a background run's memory is the runner's), so that a reservation
+// that could never grow enough is refused here, before the Idempotency-Key is taken, not
+// inside the work.
+func (s *Server) checkCost(r *http.Request, cost engine.Cost, background bool) *Error {
 	budget := s.cfg.Bounds.SyncBudget
 	if background {
 		budget = s.cfg.Bounds.BackgroundBudget
@@ -96,7 +135,11 @@ func (s *Server) checkCost(cost engine.Cost, background bool) *Error {
 	if e := cost.Within(budget); e != nil {
 		return asValidation(e)
 	}
-	if peak := workMemory(cost); peak > s.memory.Limit() {
+	peak := workMemory(cost)
+	if res := requestInfoFrom(r.Context()).memory; res != nil && !background {
+		peak += res.Bytes()
+	}
+	if peak > s.memory.Limit() {
 		cost.Memory = peak
 		return s.memoryError(context.Background(), admission.ErrTooLarge, cost)
 	}
@@ -118,7 +161,11 @@ func (s *Server) reserveWork(r *http.Request, cost engine.Cost) *Error {
 	if res == nil || workMemory(cost) <= 0 {
 		return nil
 	}
-	if err := res.Grow(r.Context(), workMemory(cost)); err != nil {
+	err := res.Grow(r.Context(), workMemory(cost))
+	if errors.Is(err, admission.ErrTooLarge) {
+		err = admission.ErrMemoryBusy // checkCost refused what could never fit; never stored
+	}
+	if err != nil {
 		return s.memoryError(r.Context(), err, cost)
 	}
 	return nil

@@ -174,3 +174,56 @@ func TestCascadeAboveTheSyncBudgetRunsInTheBackground(t *testing.T) {
 	r = b.send(http.MethodPost, "/v1/cascade/simulate", b.testKey, string(mustJSON(t, network)))
 	r.wantError(t, http.StatusBadRequest, "validation_error", "WORK_LIMIT_EXCEEDED")
 }
+
+// sendChunked posts body without a Content-Length (chunked), as a streaming client does.
+func (b *bundle) sendChunked(path, key, body string) response {
+	b.t.Helper()
+	return b.do(http.MethodPost, path, io.MultiReader(strings.NewReader(body)), map[string]string{
+		"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+}
+
+// TestChunkedBodiesReserveAsTheyArrive: a body of unknown length reserves memory step by
+// step as it is read, not for the largest allowed body up front: a small chunked request is
+// served on a small budget, and one that outgrows the budget is refused as a 400 naming the
+// body, never stored under its Idempotency-Key.
+func TestChunkedBodiesReserveAsTheyArrive(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Bounds.MemoryLimit = 64 << 20 }, nil)
+	b.sendChunked("/v1/meridian/quality-check", b.testKey, `{"source_id": "s", "data": {"records": [{"a": 1}]}}`).wantSuccess(t)
+	big := `{"source_id": "s", "data": {"csv": "a\n` + strings.Repeat("x\\n", 1<<20) + `"}}`
+	r := b.sendChunked("/v1/meridian/quality-check", b.testKey, big)
+	r.wantError(t, http.StatusBadRequest, "validation_error", "WORK_LIMIT_EXCEEDED")
+	if r.field("error.details.field") != "body" {
+		t.Fatalf("refused for %v: %s", r.field("error.details.field"), r.raw)
+	}
+	// The memory it held is back: the small request is served again.
+	b.sendChunked("/v1/meridian/quality-check", b.testKey, `{"source_id": "s", "data": {"records": [{"a": 1}]}}`).wantSuccess(t)
+}
+
+// TestBodyAndWorkThatCouldNeverFitAreRefusedBeforeTheKey: a market whose body and work each
+// fit the memory budget but not together is refused before the work, and the refusal is not
+// stored under the Idempotency-Key (it once failed inside the work and was replayed).
+func TestBodyAndWorkThatCouldNeverFitAreRefusedBeforeTheKey(t *testing.T) {
+	t.Parallel()
+	market, _ := convergence.Generate(convergence.ScenarioCartel, 5, convergence.GenParams{})
+	body := string(mustJSON(t, market))
+	var req analyzeMarketRequest
+	if e := decodeJSON([]byte(body), &req); e != nil {
+		t.Fatal(e)
+	}
+	cost, _, err := req.estimate(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, bodyMemory := workMemory(cost), product.Convergence.BodyMemory(int64(len(body)))
+	limit := max(work, bodyMemory) + 1
+	b := setup(t, func(c *Config) { c.Bounds.MemoryLimit = limit }, nil)
+	for range 2 {
+		r := b.do(http.MethodPost, "/v1/convergence/analyze-market", strings.NewReader(body), map[string]string{
+			"Authorization": "Bearer " + b.testKey, "Content-Type": "application/json", "Idempotency-Key": "never-fits"})
+		r.wantError(t, http.StatusBadRequest, "validation_error", "WORK_LIMIT_EXCEEDED")
+		if r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("the refusal was stored and replayed: %s", r.raw)
+		}
+	}
+}

@@ -48,6 +48,10 @@ func decodeBody(r *http.Request, dst any) *Error {
 func readBody(r *http.Request) ([]byte, *Error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
+		var refused *Error // the body's memory could not be admitted (admit.go)
+		if errors.As(err, &refused) {
+			return nil, refused
+		}
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return nil, errPayloadTooLarge(tooLarge.Limit)
@@ -405,6 +409,10 @@ func editDistance(a, b string) int {
 func streamError(err error) *Error {
 	if err == nil {
 		return nil
+	}
+	var refused *Error // the body's memory could not be admitted (admit.go)
+	if errors.As(err, &refused) {
+		return refused
 	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

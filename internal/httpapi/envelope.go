@@ -109,8 +109,12 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSONBytes(w, status, body)
 }
 
-// fmtInternal logs an unexpected error with the request id and returns the opaque 500.
+// fmtInternal logs an unexpected error with the request id and returns the opaque 500; once
+// the request's context has ended, the failure is the context's: apiError's 503, not logged.
 func fmtInternal(ctx context.Context, what string, err error) *Error {
+	if ctx.Err() != nil {
+		return apiError(ctx, err) // the client left or the server is stopping: 503, not a fault
+	}
 	requestInfoFrom(ctx).log.ErrorContext(ctx, "internal error", "what", what, "err", err)
 	return errInternal
 }

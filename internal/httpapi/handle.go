@@ -105,7 +105,7 @@ func proceed[Req any](s *Server, w http.ResponseWriter, r *http.Request, key str
 			writeError(w, r, err)
 			return
 		}
-		if e := s.checkCost(estimate, background); e != nil {
+		if e := s.checkCost(r, estimate, background); e != nil {
 			writeError(w, r, e)
 			return
 		}

@@ -113,7 +113,7 @@ func (s *Server) handleAnalyzeDrift() http.Handler {
 			if err != nil {
 				return 0, nil, err
 			}
-			if e := s.checkCost(cost, false); e != nil {
+			if e := s.checkCost(r, cost, false); e != nil {
 				return 0, nil, e
 			}
 			if e := s.reserveWork(r, cost); e != nil {

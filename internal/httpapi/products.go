@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
 	"riskapi/internal/product"
 )
@@ -59,8 +60,10 @@ func (s *Server) productRoutes() []productRoute {
 			scope := p.WriteScope()
 			if len(pattern) > 4 && pattern[:4] == "GET " {
 				scope = p.ReadScope()
-			} else {
-				h = s.admit(p, h) // work: bounded per account and by the memory budget
+			} else if !strings.HasSuffix(pattern, "/cancel") {
+				// Work: bounded per account and by the memory budget. A cancel frees work, so
+				// a busy account can always send one.
+				h = s.admit(p, h)
 			}
 			out = append(out, productRoute{pattern: pattern, scope: scope, handler: h})
 		}

@@ -306,7 +306,7 @@ func (r *Runner) run(ctx, runCtx context.Context, cancel context.CancelCauseFunc
 
 // reserveMemory holds the simulation's estimated peak (cascade.Estimate) against the
 // process's memory budget until release, waiting as long as the budget is full: a background
-// run has no client to answer 503, and its lease is renewed meanwhile. A peak above the whole
+// run has no client to answer 503 and keeps its place in line; its lease is renewed meanwhile. A peak above the whole
 // budget (the API refuses such requests; an older one may be queued) holds the whole budget,
 // so that it runs alone.
 func (r *Runner) reserveMemory(ctx context.Context, in cascade.Input) (release func(), err error) {
@@ -317,16 +317,11 @@ func (r *Runner) reserveMemory(ctx context.Context, in cascade.Input) (release f
 	if err != nil {
 		return nil, err
 	}
-	need := min(cost.Memory, r.cfg.Memory.Limit())
-	for {
-		res, err := r.cfg.Memory.Reserve(ctx, need)
-		if err == nil {
-			return res.Release, nil
-		}
-		if !errors.Is(err, admission.ErrMemoryBusy) {
-			return nil, err
-		}
+	res, err := r.cfg.Memory.ReserveWhenFree(ctx, min(cost.Memory, r.cfg.Memory.Limit()))
+	if err != nil {
+		return nil, err
 	}
+	return res.Release, nil
 }
 
 // simulateGuarded runs the engine, turning a panic into an error: a background run has no

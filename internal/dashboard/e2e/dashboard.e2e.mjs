@@ -27,7 +27,13 @@ const { chromium } = require("playwright-core");
 
 const widths = [{ width: 1280, height: 900 }, { width: 390, height: 844 }];
 const secrets = []; // every key and secret shown once
-const htmlSeen = []; // {seq, url, body} of every HTML response, in order
+const htmlSeen = []; // {seq, url, body} of every HTML response, in order, its entities decoded
+// unescapeHTML decodes the character references html/template writes (a base64 secret's "+"
+// is sent as "&#43;"), so that a secret is found in a page however it was escaped.
+const unescapeHTML = (html) =>
+  html.replace(/&#(\d+);/g, (_, d) => String.fromCharCode(Number(d)))
+    .replace(/&#x([0-9a-f]+);/gi, (_, h) => String.fromCharCode(parseInt(h, 16)))
+    .replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 let seq = 0;
 const steps = [];
 
@@ -72,7 +78,7 @@ try {
     const type = res.headers()["content-type"] || "";
     if (!type.startsWith("text/html")) return;
     const n = ++seq;
-    try { htmlSeen.push({ seq: n, url: res.url(), body: await res.text() }); } catch { /* redirects have no body */ }
+    try { htmlSeen.push({ seq: n, url: res.url(), body: unescapeHTML(await res.text()) }); } catch { /* redirects have no body */ }
   });
 
   // shoot saves the page at both widths and checks that at 390 px nothing is wider than the screen.
