@@ -39,7 +39,7 @@ func (h *history) record(a answer) {
 
 // load sends idempotent POSTs from workers until ctx ends: each request is retried with the
 // same key and body until it gets an answer that is not a fault's (no answer, 503, 409 in
-// flight), as a careful client does, or until settle after ctx ended.
+// flight, 429), as a careful client does, or until settle after ctx ended.
 type load struct {
 	url     func() string
 	key     string
@@ -76,7 +76,10 @@ func (l load) until(t *testing.T, h *history, key string, body []byte, deadline 
 	for pause := 20 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		a := l.send(key, body)
 		h.record(a)
-		final := a.Status > 0 && a.Status != http.StatusServiceUnavailable && a.Status != http.StatusConflict
+		// A fault's answers are retried: no answer, 503, 409 (the key in flight) and 429 (the
+		// account's concurrent requests in one process, with Retry-After: 1).
+		final := a.Status > 0 && a.Status != http.StatusServiceUnavailable && a.Status != http.StatusConflict &&
+			a.Status != http.StatusTooManyRequests
 		if final || time.Now().After(deadline) {
 			return
 		}

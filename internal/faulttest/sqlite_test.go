@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -143,7 +144,11 @@ func get(t *testing.T, url, key, path string) int {
 
 func totalCount(t *testing.T, url, key, path string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url+path+"?limit=1", nil)
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	req, _ := http.NewRequest(http.MethodGet, url+path+sep+"limit=1", nil)
 	req.Header.Set("Authorization", "Bearer "+key)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -1,0 +1,144 @@
+package faulttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"riskapi/internal/ident"
+	"riskapi/internal/store/postgres/pgtest"
+)
+
+// TestKillNineAcrossProcesses runs three `riskapi serve` processes on one fresh PostgreSQL
+// database and one Redis (a key prefix of their own), sends idempotent Drift analyses to them
+// round-robin and queues background Cascade simulations, and kills a process drawn from the
+// seed with SIGKILL every 1–4 s, restarting it on the same address. Once the faults stop: no
+// 500, every request answered in the end, one analysis per Idempotency-Key whichever process
+// answered, every answered analysis readable, and every simulation completed exactly once
+// (one cascade.simulation_completed event each).
+func TestKillNineAcrossProcesses(t *testing.T) {
+	duration := enabled(t)
+	redisURL := os.Getenv("RISKAPI_TEST_REDIS_URL")
+	if redisURL == "" {
+		t.Fatal("RISKAPI_TEST_REDIS_URL must name the Redis of the fault scenarios")
+	}
+	rng := rand.New(rand.NewPCG(seed(t), 2))
+	env := []string{"RISKAPI_DATABASE_URL=" + pgtest.NewDatabase(t), "RISKAPI_REDIS_URL=" + redisURL,
+		"RISKAPI_REDIS_PREFIX=riskapi-faults:" + ident.Random(8) + ":"}
+	cli(t, env, "migrate")
+	key := liveKey(t, env)
+	servers := []*server{newServer(t, env), newServer(t, env), newServer(t, env)}
+	var next atomic.Uint64
+	url := func() string { return servers[next.Add(1)%uint64(len(servers))].URL() }
+
+	var sims []string
+	for i := range 6 {
+		sims = append(sims, queueSimulation(t, url(), key, i))
+	}
+	h := &history{}
+	ctx, stop := context.WithTimeout(context.Background(), duration)
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		load{url: url, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 6, settle: time.Minute, pause: 20 * time.Millisecond}.run(ctx, t, h)
+	}()
+	kills := 0
+	for ctx.Err() == nil {
+		time.Sleep(time.Duration(1000+rng.IntN(3000)) * time.Millisecond)
+		victim := servers[rng.IntN(len(servers))]
+		victim.kill(syscall.SIGKILL)
+		kills++
+		victim.start()
+		if err := waitReady(context.Background(), victim.URL(), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	ids := h.check(t)
+	t.Logf("%d kills in %v", kills, duration)
+	for k, id := range ids {
+		if status := get(t, url(), key, "/v1/drift/analyses/"+id); status != http.StatusOK {
+			t.Errorf("key %s: analysis %s answered but reads %d", k, id, status)
+		}
+	}
+	if total := totalCount(t, url(), key, "/v1/drift/analyses"); total != len(ids) {
+		t.Errorf("%d analyses stored for %d keys: a key ran twice or an answer was lost", total, len(ids))
+	}
+	// Background simulations: each completes once, within the leases of the killed processes.
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, id := range sims {
+		for status := simulationStatus(t, url(), key, id); status != "completed"; status = simulationStatus(t, url(), key, id) {
+			if time.Now().After(deadline) || status == "failed" || status == "canceled" {
+				t.Fatalf("simulation %s: %s", id, status)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if n := totalCount(t, url(), key, "/v1/events?type=cascade.simulation_completed"); n != len(sims) {
+		t.Errorf("%d completion events for %d simulations", n, len(sims))
+	}
+}
+
+// queueSimulation queues a background Cascade simulation of a generated chain network.
+func queueSimulation(t *testing.T, url, key string, i int) string {
+	t.Helper()
+	var nodes, edges []string
+	for n := range 300 {
+		nodes = append(nodes, fmt.Sprintf(`{"id": "n%d", "capital": 1.5}`, n))
+		if n > 0 {
+			edges = append(edges, fmt.Sprintf(`{"source": "n%d", "target": "n%d", "weight": 1}`, n-1, n))
+		}
+	}
+	body := fmt.Sprintf(`{"network": {"nodes": [%s], "edges": [%s]}, "model": "threshold", "simulations": 20000, "seed": %d, "async": true}`,
+		join(nodes), join(edges), i+1)
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/cascade/simulate", bytes.NewReader([]byte(body)))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var env struct{ Data struct{ ID string } }
+	if res.StatusCode != http.StatusAccepted || json.Unmarshal(raw, &env) != nil {
+		t.Fatalf("queue simulation: %d %s", res.StatusCode, raw)
+	}
+	return env.Data.ID
+}
+
+func join(xs []string) string {
+	var b bytes.Buffer
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(x)
+	}
+	return b.String()
+}
+
+func simulationStatus(t *testing.T, url, key, id string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url+"/v1/cascade/simulations/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "unreachable"
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var env struct{ Data struct{ Status string } }
+	_ = json.Unmarshal(raw, &env)
+	return env.Data.Status
+}
