@@ -20,6 +20,7 @@ import (
 // analysis.
 func TestDatabaseOutage(t *testing.T) {
 	duration := enabled(t)
+	t.Parallel() // the scenarios strike separate processes and stores
 	redisURL := os.Getenv("RISKAPI_TEST_REDIS_URL")
 	direct := pgtest.NewDatabase(t)
 	u, err := url.Parse(direct)

@@ -27,6 +27,7 @@ import (
 // (one cascade.simulation_completed event each).
 func TestKillNineAcrossProcesses(t *testing.T) {
 	duration := enabled(t)
+	t.Parallel() // the scenarios strike separate processes and stores
 	redisURL := os.Getenv("RISKAPI_TEST_REDIS_URL")
 	if redisURL == "" {
 		t.Fatal("RISKAPI_TEST_REDIS_URL must name the Redis of the fault scenarios")

@@ -68,6 +68,7 @@ func driftBody(rng *rand.Rand) []byte {
 // stored as keys), and every answered analysis readable.
 func TestKillNineOnTheEmbeddedStore(t *testing.T) {
 	duration := enabled(t)
+	t.Parallel() // the scenarios strike separate processes and stores
 	rng := rand.New(rand.NewPCG(seed(t), 1))
 	dir := t.TempDir()
 	env := []string{"RISKAPI_DATA_DIR=" + dir}
