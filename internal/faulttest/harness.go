@@ -79,16 +79,25 @@ var keyPattern = regexp.MustCompile(`"key":\s*"(sk_[a-z]+_[0-9A-Za-z]+)"`)
 // liveKey creates an enterprise account and a live key in the store env names: live mode,
 // since test mode allows 1,000 requests a day, fewer than a long run sends.
 func liveKey(t *testing.T, env []string) string {
+	live, _ := keys(t, env)
+	return live
+}
+
+// keys creates an enterprise account with a live key and a test key.
+func keys(t *testing.T, env []string) (live, test string) {
 	t.Helper()
 	var acct struct{ ID string }
 	if err := json.Unmarshal([]byte(cli(t, env, "accounts", "create", "--name", "Faults", "--email", "faults@example.test", "--plan", "enterprise", "--json")), &acct); err != nil {
 		t.Fatal(err)
 	}
-	m := keyPattern.FindStringSubmatch(cli(t, env, "keys", "create", "--account", acct.ID, "--type", "live", "--json"))
-	if m == nil {
-		t.Fatal("keys create printed no key")
+	create := func(typ string) string {
+		m := keyPattern.FindStringSubmatch(cli(t, env, "keys", "create", "--account", acct.ID, "--type", typ, "--json"))
+		if m == nil {
+			t.Fatal("keys create printed no key")
+		}
+		return m[1]
 	}
-	return m[1]
+	return create("live"), create("test")
 }
 
 var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)

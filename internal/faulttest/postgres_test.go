@@ -34,12 +34,17 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(seed(t), 2))
 	env := []string{"RISKAPI_DATABASE_URL=" + pgtest.NewDatabase(t), "RISKAPI_REDIS_URL=" + redisURL,
-		"RISKAPI_REDIS_PREFIX=riskapi-faults:" + ident.Random(8) + ":"}
+		"RISKAPI_REDIS_PREFIX=riskapi-faults:" + ident.Random(8) + ":",
+		"RISKAPI_ALLOW_PRIVATE_WEBHOOKS=true", "RISKAPI_WEBHOOK_RETRY_SCHEDULE=1s,1s,2s,5s,10s,10s,10s"}
 	cli(t, env, "migrate")
-	key := liveKey(t, env)
+	key, testKey := keys(t, env)
 	servers := []*server{newServer(t, env), newServer(t, env), newServer(t, env)}
 	var next atomic.Uint64
 	url := func() string { return servers[next.Add(1)%uint64(len(servers))].URL() }
+	// Test mode (loopback http receivers are allowed there) carries the webhook deliveries: a
+	// slow load of Drift analyses, many of them emitting drift.shadow_detected.
+	rcv := newReceiver(t)
+	rcv.subscribe(t, url(), testKey)
 
 	var sims []string
 	for i := range 6 {
@@ -53,6 +58,12 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 		defer close(done)
 		load{url: url, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 6, settle: time.Minute, pause: 20 * time.Millisecond}.run(ctx, t, h)
 	}()
+	testHistory := &history{}
+	testDone := make(chan struct{})
+	go func() {
+		defer close(testDone)
+		load{url: url, key: testKey, path: "/v1/drift/analyze", body: driftBody, workers: 1, settle: time.Minute, pause: 2 * time.Second}.run(ctx, t, testHistory)
+	}()
 	kills := 0
 	for ctx.Err() == nil {
 		time.Sleep(time.Duration(1000+rng.IntN(3000)) * time.Millisecond)
@@ -65,8 +76,15 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 		}
 	}
 	<-done
+	<-testDone
+	testHistory.check(t)
 	ids := h.check(t)
 	t.Logf("%d kills in %v", kills, duration)
+	events, missing := rcv.awaitEvents(t, url(), testKey, 90*time.Second)
+	t.Logf("%d test-mode events, %d missing at the receiver, %d forged deliveries", events, len(missing), rcv.forged)
+	if len(missing) > 0 || rcv.forged > 0 || events == 0 {
+		t.Errorf("webhooks: %d of %d events never delivered (%v), %d deliveries failed verification", len(missing), events, missing, rcv.forged)
+	}
 	for k, id := range ids {
 		if status := get(t, url(), key, "/v1/drift/analyses/"+id); status != http.StatusOK {
 			t.Errorf("key %s: analysis %s answered but reads %d", k, id, status)
