@@ -42,7 +42,8 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 	var next atomic.Uint64
 	url := func() string { return servers[next.Add(1)%uint64(len(servers))].URL() }
 	// Test mode (loopback http receivers are allowed there) carries the webhook deliveries: a
-	// slow load of Drift analyses, many of them emitting drift.shadow_detected.
+	// slow load of small synchronous Cascade simulations, each emitting
+	// cascade.simulation_completed.
 	rcv := newReceiver(t)
 	rcv.subscribe(t, url(), testKey)
 
@@ -62,7 +63,7 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 	testDone := make(chan struct{})
 	go func() {
 		defer close(testDone)
-		load{url: url, key: testKey, path: "/v1/drift/analyze", body: driftBody, workers: 1, settle: time.Minute, pause: 2 * time.Second}.run(ctx, t, testHistory)
+		load{url: url, key: testKey, path: "/v1/cascade/simulate", body: smallSimulation, workers: 1, settle: time.Minute, pause: 2 * time.Second}.run(ctx, t, testHistory)
 	}()
 	kills := 0
 	for ctx.Err() == nil {
@@ -108,18 +109,26 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 	}
 }
 
+// chainSimulation is a Cascade request on a chain of n nodes.
+func chainSimulation(n, simulations int, seed int64, async bool) []byte {
+	var nodes, edges []string
+	for i := range n {
+		nodes = append(nodes, fmt.Sprintf(`{"id": "n%d", "capital": 1.5}`, i))
+		if i > 0 {
+			edges = append(edges, fmt.Sprintf(`{"source": "n%d", "target": "n%d", "weight": 1}`, i-1, i))
+		}
+	}
+	return []byte(fmt.Sprintf(`{"network": {"nodes": [%s], "edges": [%s]}, "model": "threshold", "simulations": %d, "seed": %d, "async": %t}`,
+		join(nodes), join(edges), simulations, seed, async))
+}
+
+// smallSimulation is a synchronous simulation of a few milliseconds.
+func smallSimulation(rng *rand.Rand) []byte { return chainSimulation(30, 200, rng.Int64N(1<<40), false) }
+
 // queueSimulation queues a background Cascade simulation of a generated chain network.
 func queueSimulation(t *testing.T, url, key string, i int) string {
 	t.Helper()
-	var nodes, edges []string
-	for n := range 300 {
-		nodes = append(nodes, fmt.Sprintf(`{"id": "n%d", "capital": 1.5}`, n))
-		if n > 0 {
-			edges = append(edges, fmt.Sprintf(`{"source": "n%d", "target": "n%d", "weight": 1}`, n-1, n))
-		}
-	}
-	body := fmt.Sprintf(`{"network": {"nodes": [%s], "edges": [%s]}, "model": "threshold", "simulations": 20000, "seed": %d, "async": true}`,
-		join(nodes), join(edges), i+1)
+	body := string(chainSimulation(300, 20000, int64(i+1), true))
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/cascade/simulate", bytes.NewReader([]byte(body)))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
