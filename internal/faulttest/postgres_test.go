@@ -123,7 +123,9 @@ func chainSimulation(n, simulations int, seed int64, async bool) []byte {
 }
 
 // smallSimulation is a synchronous simulation of a few milliseconds.
-func smallSimulation(rng *rand.Rand) []byte { return chainSimulation(30, 200, rng.Int64N(1<<40), false) }
+func smallSimulation(rng *rand.Rand) []byte {
+	return chainSimulation(30, 200, rng.Int64N(1<<40), false)
+}
 
 // queueSimulation queues a background Cascade simulation of a generated chain network.
 func queueSimulation(t *testing.T, url, key string, i int) string {
