@@ -323,6 +323,8 @@ func TestCommandLineMistakes(t *testing.T) {
 		{"keys", "revoke"},
 		{"serve", "--region", "mars"},
 		{"serve", "--simulation-workers", "0"},
+		{"serve", "--rate-limit-processes", "0"},
+		{"serve", "--rate-limit-processes", "three"},
 	} {
 		err := run(context.Background(), append([]string{"riskapi"}, args...), e.get, io.Discard, io.Discard)
 		if !errors.As(err, &usage) {
@@ -342,6 +344,24 @@ func TestCommandLineMistakes(t *testing.T) {
 	}
 	if out := cli(t, e, "version"); !strings.HasPrefix(out, "riskapi ") {
 		t.Errorf("version printed %q", out)
+	}
+}
+
+func TestRateLimitProcessesSetting(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		env  env
+		want int
+	}{
+		{nil, env{}, 1},
+		{nil, env{"RISKAPI_RATE_LIMIT_PROCESSES": "4"}, 4},
+		{[]string{"--rate-limit-processes", "6"}, env{"RISKAPI_RATE_LIMIT_PROCESSES": "4"}, 6},
+	} {
+		c, err := parseServeConfig(tc.args, tc.env.get, io.Discard)
+		if err != nil || c.rateLimitProcesses != tc.want {
+			t.Errorf("serve %v with %v: processes %d, err %v; want %d", tc.args, tc.env, c.rateLimitProcesses, err, tc.want)
+		}
 	}
 }
 

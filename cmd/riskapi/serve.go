@@ -55,7 +55,10 @@ const (
 // openLimiter returns the rate limiter: Redis (with the in-process limiter as fallback) when
 // a URL is set, else the in-process limiter alone. An unreachable Redis at start-up is not
 // fatal: the process starts on the fallback and moves to Redis when it answers.
-func openLimiter(ctx context.Context, redisURL, prefix string, memory *ratelimit.Memory, logger *slog.Logger) (ratelimit.Limiter, func(), error) {
+//
+// processes is how many server processes share each limit while Redis is unreachable: each
+// admits at most its share (ratelimit.Failover).
+func openLimiter(ctx context.Context, redisURL, prefix string, processes int, memory *ratelimit.Memory, logger *slog.Logger) (ratelimit.Limiter, func(), error) {
 	if redisURL == "" {
 		return memory, func() {}, nil
 	}
@@ -67,6 +70,8 @@ func openLimiter(ctx context.Context, redisURL, prefix string, memory *ratelimit
 		logger.Warn("redis unreachable at start-up; counting in process memory until it answers", "err", err)
 	}
 	limiter := ratelimit.NewFailover(ratelimit.NewRedis(client, prefix), memory, logger, redisRetryAfter)
+	limiter.SetProcesses(processes)
+	logger.Info("rate limits shared in redis", "outage_processes", processes)
 	return limiter, func() { client.Close() }, nil
 }
 
@@ -127,6 +132,8 @@ type serveConfig struct {
 	deprecation  *httpapi.Deprecation
 	redisURL     string
 	redisPrefix  string
+	// rateLimitProcesses: while Redis is unreachable each process admits 1/N of what is left.
+	rateLimitProcesses int
 	// webhooks
 	allowPrivateWebhooks bool
 	retrySchedule        delivery.Schedule
@@ -162,6 +169,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	migrationGuide := fs.String("migration-guide", getenv("RISKAPI_MIGRATION_GUIDE_URL"), "with --deprecated-at: migration guide URL (env RISKAPI_MIGRATION_GUIDE_URL)")
 	c.redisURL = getenv("RISKAPI_REDIS_URL")
 	c.redisPrefix = envOr(getenv, "RISKAPI_REDIS_PREFIX", "riskapi:")
+	processes := fs.String("rate-limit-processes", envOr(getenv, "RISKAPI_RATE_LIMIT_PROCESSES", "1"),
+		"server processes sharing the Redis rate limits: while Redis is unreachable each admits 1/N of what was left of a limit (env RISKAPI_RATE_LIMIT_PROCESSES)")
 	ceiling := envOr(getenv, "RISKAPI_UNLIMITED_CEILING", strconv.Itoa(ratepolicy.DefaultUnlimitedCeiling))
 	fs.StringVar(&ceiling, "unlimited-ceiling", ceiling, "hourly safety ceiling behind the plan table's Unlimited (env RISKAPI_UNLIMITED_CEILING)")
 	fs.BoolVar(&c.allowPrivateWebhooks, "allow-private-webhooks", getenv("RISKAPI_ALLOW_PRIVATE_WEBHOOKS") == "true",
@@ -190,6 +199,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	var err error
 	if c.ceiling, err = strconv.ParseInt(ceiling, 10, 64); err != nil || c.ceiling < 1 {
 		return c, usagef("unlimited ceiling %q: want a positive integer", ceiling)
+	}
+	if c.rateLimitProcesses, err = strconv.Atoi(*processes); err != nil || c.rateLimitProcesses < 1 {
+		return c, usagef("rate limit processes %q: want a positive integer (the number of server processes)", *processes)
 	}
 	if c.simulationWorkers, err = strconv.Atoi(*workers); err != nil || c.simulationWorkers < 1 {
 		return c, usagef("simulation workers %q: want a positive integer", *workers)
@@ -289,7 +301,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("load the pagination key: %w", err)
 	}
 	memory := ratelimit.NewMemory()
-	limiter, closeLimiter, err := openLimiter(ctx, cfg.redisURL, cfg.redisPrefix+"rl:", memory, logger)
+	limiter, closeLimiter, err := openLimiter(ctx, cfg.redisURL, cfg.redisPrefix+"rl:", cfg.rateLimitProcesses, memory, logger)
 	if err != nil {
 		return err
 	}

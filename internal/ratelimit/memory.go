@@ -188,3 +188,70 @@ func (m *Memory) counters() int {
 	}
 	return total
 }
+
+// counter is one (key, window) counter of Memory, as snapshot lists it.
+type counter struct {
+	key   string
+	id    windowID
+	count int64
+}
+
+// raise sets each state's counter, in the window containing now, to at least its Count.
+// Failover keeps in it the last count it saw from Redis for every bucket.
+func (m *Memory) raise(now time.Time, states []State) {
+	nowUnix := now.Unix()
+	for _, s := range states {
+		b := s.Bucket
+		id := windowID{window: b.Window, start: b.Window.startUnix(now)}
+		shard := &m.shards[maphash.String(m.seed, b.Key)%uint64(len(m.shards))]
+		shard.mu.Lock()
+		shard.dropEndedWindows(nowUnix)
+		keys := shard.windows[id]
+		if keys == nil {
+			keys = make(map[string]int64)
+			shard.windows[id] = keys
+			shard.nextEnd = min(shard.nextEnd, id.end())
+		}
+		if s.Count > keys[b.Key] {
+			keys[b.Key] = s.Count
+		}
+		shard.mu.Unlock()
+	}
+}
+
+// snapshot lists the non-zero counters of the windows not ended at now.
+func (m *Memory) snapshot(now time.Time) []counter {
+	nowUnix := now.Unix()
+	var out []counter
+	for i := range m.shards {
+		shard := &m.shards[i]
+		shard.mu.Lock()
+		shard.dropEndedWindows(nowUnix)
+		for id, keys := range shard.windows {
+			for key, n := range keys {
+				if n > 0 {
+					out = append(out, counter{key: key, id: id, count: n})
+				}
+			}
+		}
+		shard.mu.Unlock()
+	}
+	return out
+}
+
+// subtract takes each counter's count off Memory's counter of the same key and window (not
+// below zero), once Failover has copied those counts to Redis.
+func (m *Memory) subtract(counters []counter) {
+	for _, c := range counters {
+		shard := &m.shards[maphash.String(m.seed, c.key)%uint64(len(m.shards))]
+		shard.mu.Lock()
+		if keys := shard.windows[c.id]; keys != nil {
+			if n := keys[c.key] - c.count; n > 0 {
+				keys[c.key] = n
+			} else {
+				delete(keys, c.key)
+			}
+		}
+		shard.mu.Unlock()
+	}
+}
