@@ -65,7 +65,7 @@ func TestPagesRenderWithAndWithoutData(t *testing.T) {
 	}
 	for _, a := range analyses {
 		a.AccountID, a.Mode, a.CreatedAt = acct.ID, store.ModeTest, now
-		if err := b.store.CreateAnalysis(ctx, a, nil); err != nil {
+		if err := b.store.CreateAnalysis(ctx, a, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,7 +73,7 @@ func TestPagesRenderWithAndWithoutData(t *testing.T) {
 		Request: []byte(`{}`), CreatedAt: now, UpdatedAt: now,
 		Payload: []byte(`{"systemic_risk_detected":true,"score":41.2,"risk_band":"high","scenarios":[{"name":"one random failure",
 			"histogram":{"edges":[0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1],"counts":[600,200,100,50,20,10,10,5,3,2]}}]}`)}
-	if err := b.store.CreateSimulation(ctx, sim, nil); err != nil {
+	if err := b.store.CreateSimulation(ctx, sim, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 

@@ -49,8 +49,9 @@ func encodeAnalysis(h resource.Header, result any) ([]byte, error) {
 
 // saveAnalysis stores an engine's result as a new analysis of product p about subject,
 // created at createdAt (the "now" the engine was given, where it takes one), and — when emit
-// is set — the product's event about it, in one transaction, and answers with the object: its
-// bytes are encoded once, so POST, GET and the event all carry the same ones.
+// is set — the product's event about it, in one transaction with the completion of the
+// request's Idempotency-Key, and answers with the object: its bytes are encoded once, so
+// POST, GET, the event and a replay all carry the same ones.
 func (s *Server) saveAnalysis(r *http.Request, p product.Product, createdAt time.Time, subject string, res any, emit bool) (int, any, error) {
 	h := newHeader(r, p, createdAt)
 	payload, err := encodeAnalysis(h, res)
@@ -70,13 +71,13 @@ func (s *Server) saveAnalysis(r *http.Request, p product.Product, createdAt time
 		}
 		ev = &e
 	}
-	if err := s.cfg.Store.CreateAnalysis(r.Context(), a, ev); err != nil {
-		return 0, nil, err
-	}
-	if ev != nil {
+	status, data, err := s.commitWithResponse(r, http.StatusOK, jsontext.Value(payload), func(done *store.IdempotencyCompletion) error {
+		return s.cfg.Store.CreateAnalysis(r.Context(), a, ev, done)
+	})
+	if err == nil && ev != nil {
 		s.cfg.Webhooks.Notify()
 	}
-	return http.StatusOK, jsontext.Value(payload), nil
+	return status, data, err
 }
 
 func renderAnalysis(a store.Analysis) any { return jsontext.Value(a.Payload) }

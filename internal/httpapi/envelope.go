@@ -60,6 +60,16 @@ func writeList(w http.ResponseWriter, r *http.Request, data any, p pagination) {
 }
 
 func writeSuccess(w http.ResponseWriter, r *http.Request, status int, data any, p *pagination) {
+	body, err := encodeSuccess(r, data, p)
+	if err != nil {
+		writeError(w, r, fmtInternal(r.Context(), "encode response", err))
+		return
+	}
+	writeJSONBytes(w, status, body)
+}
+
+// encodeSuccess encodes the success envelope around data as it would be sent now.
+func encodeSuccess(r *http.Request, data any, p *pagination) ([]byte, error) {
 	info := requestInfoFrom(r.Context())
 	now := time.Now()
 	env := successEnvelope{
@@ -74,10 +84,9 @@ func writeSuccess(w http.ResponseWriter, r *http.Request, status int, data any, 
 	}
 	var buf bytes.Buffer
 	if err := json.MarshalWrite(&buf, env, resource.EncodeOptions); err != nil {
-		writeError(w, r, fmtInternal(r.Context(), "encode response", err))
-		return
+		return nil, err
 	}
-	writeJSONBytes(w, status, buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // writeError answers with the error envelope. An *Error is sent as it is; any other error

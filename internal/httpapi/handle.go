@@ -142,6 +142,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, key string, bod
 			writeError(w, r, err)
 			return
 		}
+		if env, ok := data.(encodedEnvelope); ok {
+			writeJSONBytes(w, status, env) // the bytes stored with the write (commitWithResponse)
+			return
+		}
 		writeData(w, r, status, data)
 	}
 	if key == "" {

@@ -118,9 +118,12 @@ func (s *Server) handleSimulate() http.Handler {
 		sim := store.Simulation{ID: ident.New(product.Cascade.Results.IDPrefix), AccountID: p.Account.ID, Mode: p.Key.Mode, CreatedAt: now, UpdatedAt: now}
 		if req.inBackground {
 			queued, err := simulation.Queued(sim, in)
-			if err == nil {
-				err = s.cfg.Store.QueueSimulation(r.Context(), queued, maxBackgroundSimulations)
+			if err != nil {
+				return 0, nil, err
 			}
+			status, data, err := s.commitWithResponse(r, http.StatusAccepted, jsontext.Value(queued.Payload), func(done *store.IdempotencyCompletion) error {
+				return s.cfg.Store.QueueSimulation(r.Context(), queued, maxBackgroundSimulations, done)
+			})
 			if errors.Is(err, store.ErrLimitReached) {
 				// Only requests that passed validateIn together get here; a 429 is never
 				// stored under the Idempotency-Key, so the retry runs again.
@@ -134,7 +137,7 @@ func (s *Server) handleSimulate() http.Handler {
 				return 0, nil, err
 			}
 			s.cfg.WakeSimulations()
-			return http.StatusAccepted, jsontext.Value(queued.Payload), nil
+			return status, data, nil
 		}
 		res, err := cascade.Analyze(r.Context(), in)
 		if err != nil {
@@ -151,11 +154,14 @@ func (s *Server) handleSimulate() http.Handler {
 			return 0, nil, err
 		}
 		sim.Status, sim.Payload, sim.Summary, sim.Request = store.SimulationCompleted, payload, evPayload, []byte{}
-		if err := s.cfg.Store.CreateSimulation(r.Context(), sim, &ev); err != nil {
+		status, data, err := s.commitWithResponse(r, http.StatusOK, jsontext.Value(payload), func(done *store.IdempotencyCompletion) error {
+			return s.cfg.Store.CreateSimulation(r.Context(), sim, &ev, done)
+		})
+		if err != nil {
 			return 0, nil, err
 		}
 		s.cfg.Webhooks.Notify()
-		return http.StatusOK, jsontext.Value(payload), nil
+		return status, data, nil
 	})
 }
 

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"riskapi/internal/product"
+	"riskapi/internal/store"
 )
 
 func TestConcurrentPOSTsWithOneKeyExecuteOnce(t *testing.T) {
@@ -226,7 +231,7 @@ func countStatus(responses []response, status int) int {
 
 // A request whose client goes away mid-work answers 503 and releases its Idempotency-Key, so
 // the client's retry with the same key runs the work again rather than meeting 409 until
-// the record is reclaimed (5 minutes): the release uses a context the cancel does not end.
+// the record is reclaimed (its lease, 15 s): the release uses a context the cancel does not end.
 func TestClientGoneReleasesIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
@@ -264,7 +269,7 @@ func TestClientGoneReleasesIdempotencyKey(t *testing.T) {
 	}
 	h := map[string]string{"Authorization": "Bearer " + b.testKey, "Content-Type": "application/json", "Idempotency-Key": "gone-1"}
 	// The server settles the record just after the cancel; a 409 meanwhile is the contract's
-	// "retry in a moment". A key left in flight would answer 409 for 5 minutes.
+	// "retry in a moment". A key left in flight would answer 409 for the 15 s lease.
 	// Retries every 10 ms for up to 5 s stay under the test-mode daily limit.
 	deadline := time.Now().Add(5 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -284,5 +289,150 @@ func TestClientGoneReleasesIdempotencyKey(t *testing.T) {
 	}
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("the work ran %d times, want 2 (the cancelled run and the retry)", n)
+	}
+}
+
+// A process killed right after its analysis committed never reaches the step after the work.
+// The key's answer committed with the analysis, so the retry replays it: the same analysis,
+// one analysis and one event for the key, never a second execution.
+func TestCrashAfterCommitReplaysTheCommittedAnswer(t *testing.T) {
+	t.Parallel()
+	var executions atomic.Int64
+	b := setup(t, nil, func(s *Server) {
+		s.mux.Handle("POST /v1/_test/commit", s.protected("drift:write", handleJSON(s, func(r *http.Request, req *probeRequest) (int, any, error) {
+			n := executions.Add(1)
+			status, data, err := s.saveAnalysis(r, product.Drift, s.now(), "agent_crash", probeResult{Value: *req.Value, Execution: n}, true)
+			if n == 1 && err == nil {
+				panic(http.ErrAbortHandler) // the process dies before it answers
+			}
+			return status, data, err
+		})))
+	})
+	body := `{"value": "v"}`
+	req, err := http.NewRequest(http.MethodPost, b.http.URL+"/v1/_test/commit", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := map[string]string{"Authorization": "Bearer " + b.testKey, "Content-Type": "application/json", "Idempotency-Key": "crash-1"}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	if res, err := b.http.Client().Do(req); err == nil {
+		res.Body.Close()
+		t.Fatalf("the first request was answered %d; the test needs it cut off after the commit", res.StatusCode)
+	}
+	retry := b.do(http.MethodPost, "/v1/_test/commit", strings.NewReader(body), h)
+	if retry.status != http.StatusOK || retry.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry after the crash: %d, Idempotent-Replayed %q: %s", retry.status, retry.header.Get("Idempotent-Replayed"), retry.raw)
+	}
+	ctx := context.Background()
+	analyses, err := b.store.ListAnalyses(ctx, b.account.ID, store.ModeTest, "drift", "", store.PageQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if analyses.TotalCount != 1 || retry.field("data.id") != analyses.Items[0].ID || retry.field("data.execution") != 1.0 {
+		t.Fatalf("%d analyses; the replay is of %v (execution %v); want the one stored analysis, of execution 1", analyses.TotalCount, retry.field("data.id"), retry.field("data.execution"))
+	}
+	events, err := b.store.ListEvents(ctx, b.account.ID, store.ModeTest, "", store.PageQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if events.TotalCount != 1 || executions.Load() != 1 {
+		t.Fatalf("%d events and %d executions for one key, want 1 and 1", events.TotalCount, executions.Load())
+	}
+}
+
+// A key left in flight by a process that died (it never renews the lease) is free once the
+// lease runs out: 409 until then, and then the retry runs, once.
+func TestDeadOwnersKeyIsFreeAfterTheLease(t *testing.T) {
+	t.Parallel()
+	p := &probe{}
+	b := setup(t, nil, p.mount)
+	body := `{"value": "dead"}`
+	sum := sha256.Sum256([]byte(body))
+	k := store.IdempotencyKey{AccountID: b.account.ID, Mode: store.ModeLive, Key: "dead-1",
+		Fingerprint: "POST /v1/_test/drift " + hex.EncodeToString(sum[:])}
+	// The dead process's claim, taken now and never renewed.
+	if state, _, _, err := b.store.BeginIdempotent(context.Background(), k, idempotencyPolicy, b.clock.Now()); err != nil || state != store.IdempotencyStarted {
+		t.Fatalf("claim: %v %v", state, err)
+	}
+	h := map[string]string{"Idempotency-Key": "dead-1"}
+	b.clock.Advance(idempotencyLease - time.Second)
+	if r := b.postProbe(b.liveKey, body, h); r.status != http.StatusConflict {
+		t.Fatalf("retry within the lease: %d %s, want 409", r.status, r.raw)
+	}
+	b.clock.Advance(time.Second + time.Millisecond)
+	r := b.postProbe(b.liveKey, body, h)
+	if r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "" || p.executions.Load() != 1 {
+		t.Fatalf("retry after the lease: %d (replayed %q), %d executions; want a first execution: %s", r.status, r.header.Get("Idempotent-Replayed"), p.executions.Load(), r.raw)
+	}
+	if again := b.postProbe(b.liveKey, body, h); !bytes.Equal(again.raw, r.raw) || p.executions.Load() != 1 {
+		t.Fatalf("the retry's answer was not stored: %s", again.raw)
+	}
+}
+
+// renewWatch reports the clock time of each lease renewal the server makes.
+type renewWatch struct {
+	Store
+	renewed chan time.Time
+}
+
+func (w renewWatch) RenewIdempotent(ctx context.Context, k store.IdempotencyKey, token string, now time.Time) error {
+	err := w.Store.RenewIdempotent(ctx, k, token, now)
+	if err == nil {
+		select {
+		case w.renewed <- now:
+		default:
+		}
+	}
+	return err
+}
+
+// A live request renews its lease while it runs, so however long it takes, a retry meets
+// 409 rather than taking the key over and running the request a second time.
+func TestLiveOwnerRenewsItsLease(t *testing.T) {
+	t.Parallel()
+	p := &probe{hold: make(chan struct{}), started: make(chan int64, 2)}
+	watch := renewWatch{renewed: make(chan time.Time, 1)}
+	b := setup(t, func(c *Config) {
+		watch.Store = c.Store
+		c.Store = watch
+		c.IdempotencyRenewal = 10 * time.Millisecond
+	}, p.mount)
+	h := map[string]string{"Idempotency-Key": "live-1"}
+	first := make(chan response, 1)
+	go func() { first <- b.postProbe(b.liveKey, `{"value": "live"}`, h) }()
+	select {
+	case <-p.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not start within 10 s")
+	}
+	// Four leases pass on the clock, in steps of a third of one; after each step the server
+	// renews at the new time before the next.
+	for range 12 {
+		b.clock.Advance(idempotencyLease / 3)
+		want := b.clock.Now()
+		deadline := time.After(10 * time.Second)
+		for renewed := false; !renewed; {
+			select {
+			case at := <-watch.renewed:
+				renewed = !at.Before(want)
+			case <-deadline:
+				close(p.hold)
+				t.Fatal("no renewal within 10 s")
+			}
+		}
+		if r := b.postProbe(b.liveKey, `{"value": "live"}`, h); r.status != http.StatusConflict {
+			close(p.hold)
+			t.Fatalf("retry while the first runs: %d %s, want 409", r.status, r.raw)
+		}
+	}
+	close(p.hold)
+	r := <-first
+	if r.status != http.StatusOK || p.executions.Load() != 1 {
+		t.Fatalf("first: %d, %d executions: %s", r.status, p.executions.Load(), r.raw)
+	}
+	if again := b.postProbe(b.liveKey, `{"value": "live"}`, h); again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.raw, r.raw) {
+		t.Fatalf("after the first finished: %d %s, want its replay", again.status, again.raw)
 	}
 }

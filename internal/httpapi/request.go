@@ -22,6 +22,9 @@ type requestInfo struct {
 	recorder *statusRecorder
 	// replayed is set when the response is an idempotent replay: it is not billed again.
 	replayed bool
+	// claim is the Idempotency-Key this request executes under (idempotency.go); nil without
+	// one.
+	claim *idempotencyClaim
 	// memory is what a product request holds against the process's memory budget (admit.go);
 	// nil for other requests.
 	memory *admission.Reservation

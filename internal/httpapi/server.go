@@ -35,19 +35,20 @@ type Store interface {
 	// Idempotent POSTs (idempotency.go).
 	BeginIdempotent(ctx context.Context, k store.IdempotencyKey, p store.IdempotencyPolicy, now time.Time) (state store.IdempotencyState, token string, resp store.StoredResponse, err error)
 	CompleteIdempotent(ctx context.Context, k store.IdempotencyKey, token string, resp store.StoredResponse, now time.Time) error
+	RenewIdempotent(ctx context.Context, k store.IdempotencyKey, token string, now time.Time) error
 	ReleaseIdempotent(ctx context.Context, k store.IdempotencyKey, token string) error
 	// GET /v1/usage.
 	Usage(ctx context.Context, accountID string, from, to time.Time) ([]store.UsageUnits, error)
 
 	// The products' results, each written with its event in one transaction.
-	CreateAnalysis(ctx context.Context, a store.Analysis, ev *store.Event) error
+	CreateAnalysis(ctx context.Context, a store.Analysis, ev *store.Event, done *store.IdempotencyCompletion) error
 	Analysis(ctx context.Context, accountID string, mode store.Mode, product, id string) (store.Analysis, error)
 	ListAnalyses(ctx context.Context, accountID string, mode store.Mode, product, subject string, q store.PageQuery) (store.Page[store.Analysis], error)
 	AddDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, events []store.DriftEvent) (store.DriftEventBatch, error)
 	CountDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string) (int64, error)
 	DriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, from, to *time.Time, limit int) ([]store.DriftEvent, error)
-	CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event) error
-	QueueSimulation(ctx context.Context, sim store.Simulation, max int) error
+	CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event, done *store.IdempotencyCompletion) error
+	QueueSimulation(ctx context.Context, sim store.Simulation, max int, done *store.IdempotencyCompletion) error
 	UnfinishedSimulations(ctx context.Context, accountID string, mode store.Mode) (int, error)
 	Simulation(ctx context.Context, accountID string, mode store.Mode, id string) (store.Simulation, error)
 	ListSimulations(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.Simulation], error)
@@ -79,6 +80,9 @@ type Config struct {
 	CursorKey []byte
 	// Now is the clock for rate-limit windows and idempotency records; nil means time.Now.
 	Now func() time.Time
+	// IdempotencyRenewal is how often a running request renews the lease on its
+	// Idempotency-Key (15 s, idempotencyLease); zero means every 5 seconds.
+	IdempotencyRenewal time.Duration
 	// Metrics receives the HTTP metrics; /metrics serves it. A nil value gets a fresh registry.
 	Metrics *prometheus.Registry
 

@@ -110,7 +110,7 @@ func (b *bundle) queueFor(account string, in cascade.Input) string {
 	sim, err := Queued(store.Simulation{ID: ident.New(product.Cascade.Results.IDPrefix), AccountID: account, Mode: store.ModeTest,
 		CreatedAt: now, UpdatedAt: now}, in)
 	if err == nil {
-		err = b.store.CreateSimulation(context.Background(), sim, nil)
+		err = b.store.CreateSimulation(context.Background(), sim, nil, nil)
 	}
 	if err != nil {
 		b.t.Fatal(err)

@@ -45,8 +45,10 @@ type DriftEventBatch struct {
 type AnalysisStore interface {
 	// CreateAnalysis inserts a and, when ev is not nil, the event about it and its deliveries,
 	// all in one transaction: a stored analysis always has its event, a failed insert leaves
-	// neither. ErrConflict if the analysis or event id exists.
-	CreateAnalysis(ctx context.Context, a Analysis, ev *Event) error
+	// neither. ErrConflict if the analysis or event id exists. When done is not nil the same
+	// transaction completes its Idempotency-Key (ErrIdempotencyLost, and nothing stored, if
+	// its token no longer holds the key).
+	CreateAnalysis(ctx context.Context, a Analysis, ev *Event, done *IdempotencyCompletion) error
 	// Analysis returns the analysis of that account, mode and product, or ErrNotFound.
 	Analysis(ctx context.Context, accountID string, mode Mode, product, id string) (Analysis, error)
 	// ListAnalyses pages through an account's analyses of one product and mode, newest first;

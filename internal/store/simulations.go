@@ -54,13 +54,15 @@ func SimulationPosition(s Simulation) Position { return Position{CreatedAt: s.Cr
 // recently first, so one account's long simulations never hold another's back.
 type SimulationStore interface {
 	// CreateSimulation inserts sim and, when ev is not nil, the event about it with its
-	// deliveries, in one transaction. ErrConflict if the id exists.
-	CreateSimulation(ctx context.Context, sim Simulation, ev *Event) error
+	// deliveries, in one transaction. ErrConflict if the id exists. When done is not nil the
+	// same transaction completes its Idempotency-Key (see CreateAnalysis).
+	CreateSimulation(ctx context.Context, sim Simulation, ev *Event, done *IdempotencyCompletion) error
 	// QueueSimulation inserts sim, a queued simulation, unless its account and mode already
 	// have max unfinished (queued or running) simulations: ErrLimitReached then. The count
 	// and the insert are atomic, also across processes sharing the store. ErrConflict if the
-	// id exists.
-	QueueSimulation(ctx context.Context, sim Simulation, max int) error
+	// id exists. When done is not nil the same transaction completes its Idempotency-Key
+	// (see CreateAnalysis).
+	QueueSimulation(ctx context.Context, sim Simulation, max int, done *IdempotencyCompletion) error
 	// UnfinishedSimulations counts the account's queued and running simulations of one mode.
 	UnfinishedSimulations(ctx context.Context, accountID string, mode Mode) (int, error)
 	// Simulation returns the simulation of that account and mode, or ErrNotFound.

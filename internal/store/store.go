@@ -152,8 +152,13 @@ type Store interface {
 	// exactly one is Started.
 	BeginIdempotent(ctx context.Context, k IdempotencyKey, p IdempotencyPolicy, now time.Time) (state IdempotencyState, token string, resp StoredResponse, err error)
 	// CompleteIdempotent stores the response of the execution holding token. ErrNotFound if
-	// the token no longer holds the key (the record was reclaimed or purged).
+	// the token no longer holds the key (the record was reclaimed or purged) or the record is
+	// already complete (see IdempotencyCompletion for completing it inside a write).
 	CompleteIdempotent(ctx context.Context, k IdempotencyKey, token string, resp StoredResponse, now time.Time) error
+	// RenewIdempotent extends the lease of the in-flight record held by token: its lock time
+	// becomes now, so BeginIdempotent does not reclaim it for another p.ReclaimAfter.
+	// ErrIdempotencyLost if the token no longer holds an in-flight record of k.
+	RenewIdempotent(ctx context.Context, k IdempotencyKey, token string, now time.Time) error
 	// ReleaseIdempotent forgets the in-flight record held by token, so a retry executes
 	// again (after a 5xx). Releasing a record the token no longer holds does nothing.
 	ReleaseIdempotent(ctx context.Context, k IdempotencyKey, token string) error

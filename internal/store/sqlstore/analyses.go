@@ -14,8 +14,8 @@ const analysisColumns = `id, account_id, mode, product, subject, payload, create
 
 // CreateAnalysis inserts a and, when ev is not nil, the event about it with its deliveries, in
 // one transaction (the outbox: an analysis is never stored without its event, nor an event
-// without its analysis).
-func (s *Store) CreateAnalysis(ctx context.Context, a store.Analysis, ev *store.Event) error {
+// without its analysis), and completes done's Idempotency-Key in it when done is not nil.
+func (s *Store) CreateAnalysis(ctx context.Context, a store.Analysis, ev *store.Event, done *store.IdempotencyCompletion) error {
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		payload := a.Payload
 		if payload == nil {
@@ -27,9 +27,11 @@ func (s *Store) CreateAnalysis(ctx context.Context, a store.Analysis, ev *store.
 			return s.constraintError("analysis "+a.ID, err)
 		}
 		if ev != nil {
-			_, err = s.createEvent(ctx, tx, *ev)
+			if _, err := s.createEvent(ctx, tx, *ev); err != nil {
+				return err
+			}
 		}
-		return err
+		return s.completeIn(ctx, tx, done)
 	})
 	if err != nil {
 		return fmt.Errorf("store create %s analysis: %w", a.Product, err)

@@ -76,15 +76,54 @@ func (s *Store) BeginIdempotent(ctx context.Context, k store.IdempotencyKey, p s
 
 // CompleteIdempotent stores the response of the execution holding token.
 func (s *Store) CompleteIdempotent(ctx context.Context, k store.IdempotencyKey, token string, resp store.StoredResponse, now time.Time) error {
-	res, err := s.writer.ExecContext(ctx, s.rebind(`UPDATE idempotency_keys
-		SET state = 'done', status = ?, body = ?, completed_at = ?
-		WHERE account_id = ? AND mode = ? AND key = ? AND token = ? AND state = 'in_flight'`),
-		resp.Status, resp.Body, now.UnixMilli(), k.AccountID, string(k.Mode), k.Key, token)
+	err := s.completeIdempotent(ctx, s.writer, store.IdempotencyCompletion{Key: k, Token: token, Response: resp, At: now})
+	if errors.Is(err, store.ErrIdempotencyLost) {
+		return fmt.Errorf("store complete idempotent: %w (the record was reclaimed, purged or already complete)", store.ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("store complete idempotent: %w", err)
 	}
+	return nil
+}
+
+// completeIdempotent marks the in-flight record held by c.Token done with c.Response, on db:
+// the writer, or the transaction of the write whose answer it is. ErrIdempotencyLost when
+// the token holds no in-flight record of the key.
+func (s *Store) completeIdempotent(ctx context.Context, db execer, c store.IdempotencyCompletion) error {
+	k := c.Key
+	res, err := db.ExecContext(ctx, s.rebind(`UPDATE idempotency_keys
+		SET state = 'done', status = ?, body = ?, completed_at = ?
+		WHERE account_id = ? AND mode = ? AND key = ? AND token = ? AND state = 'in_flight'`),
+		c.Response.Status, c.Response.Body, c.At.UnixMilli(), k.AccountID, string(k.Mode), k.Key, c.Token)
+	if err != nil {
+		return fmt.Errorf("complete idempotency key: %w", err)
+	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("store complete idempotent: %w (the record was reclaimed or purged)", store.ErrNotFound)
+		return store.ErrIdempotencyLost
+	}
+	return nil
+}
+
+// completeIn completes c, when it is not nil, in the transaction tx of the write whose answer
+// it holds.
+func (s *Store) completeIn(ctx context.Context, tx execer, c *store.IdempotencyCompletion) error {
+	if c == nil {
+		return nil
+	}
+	return s.completeIdempotent(ctx, tx, *c)
+}
+
+// RenewIdempotent moves the lock time of the in-flight record held by token to now, which
+// keeps BeginIdempotent from reclaiming it for another lease.
+func (s *Store) RenewIdempotent(ctx context.Context, k store.IdempotencyKey, token string, now time.Time) error {
+	res, err := s.writer.ExecContext(ctx, s.rebind(`UPDATE idempotency_keys SET locked_at = ?
+		WHERE account_id = ? AND mode = ? AND key = ? AND token = ? AND state = 'in_flight'`),
+		now.UnixMilli(), k.AccountID, string(k.Mode), k.Key, token)
+	if err != nil {
+		return fmt.Errorf("store renew idempotent: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("store renew idempotent: %w", store.ErrIdempotencyLost)
 	}
 	return nil
 }

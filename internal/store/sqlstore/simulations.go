@@ -18,17 +18,18 @@ const (
 )
 
 // CreateSimulation inserts sim and, when ev is not nil, its event with the deliveries, in one
-// transaction.
-func (s *Store) CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event) error {
+// transaction, which also completes done's Idempotency-Key when done is not nil.
+func (s *Store) CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event, done *store.IdempotencyCompletion) error {
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		if err := s.insertSimulation(ctx, tx, sim); err != nil {
 			return err
 		}
 		if ev != nil {
-			_, err := s.createEvent(ctx, tx, *ev)
-			return err
+			if _, err := s.createEvent(ctx, tx, *ev); err != nil {
+				return err
+			}
 		}
-		return nil
+		return s.completeIn(ctx, tx, done)
 	})
 	if err != nil {
 		return fmt.Errorf("store create simulation: %w", err)
@@ -50,8 +51,9 @@ func (s *Store) insertSimulation(ctx context.Context, db execer, sim store.Simul
 // QueueSimulation inserts a queued simulation unless its account and mode already have max
 // unfinished ones. On PostgreSQL a transaction-level lock on the account and mode makes
 // concurrent queues take turns (each counts what the previous one committed); on SQLite the
-// write transaction itself excludes every other writer.
-func (s *Store) QueueSimulation(ctx context.Context, sim store.Simulation, max int) error {
+// write transaction itself excludes every other writer. The transaction also completes done's
+// Idempotency-Key when done is not nil.
+func (s *Store) QueueSimulation(ctx context.Context, sim store.Simulation, max int, done *store.IdempotencyCompletion) error {
 	err := s.inTx(ctx, s.lockedTxOptions(), func(tx *sql.Tx) error {
 		if err := s.lockKey(ctx, tx, "cascade_simulations "+sim.AccountID+" "+string(sim.Mode)); err != nil {
 			return err
@@ -63,7 +65,10 @@ func (s *Store) QueueSimulation(ctx context.Context, sim store.Simulation, max i
 		if n >= max {
 			return fmt.Errorf("account %s has %d unfinished %s simulations, at most %d: %w", sim.AccountID, n, sim.Mode, max, store.ErrLimitReached)
 		}
-		return s.insertSimulation(ctx, tx, sim)
+		if err := s.insertSimulation(ctx, tx, sim); err != nil {
+			return err
+		}
+		return s.completeIn(ctx, tx, done)
 	})
 	if err != nil {
 		return fmt.Errorf("store queue simulation: %w", err)

@@ -31,7 +31,7 @@ func testAnalysisRoundTrip(t *testing.T, s store.Store) {
 	endpoint := mustCreateEndpoint(t, s, newEndpoint(acct, store.ModeTest, kindDrift))
 	a := newAnalysis(acct, store.ModeTest, "drift", "agent_7", t0)
 	ev := newEvent(acct, store.ModeTest, kindDrift, t0)
-	if err := s.CreateAnalysis(ctx, a, &ev); err != nil {
+	if err := s.CreateAnalysis(ctx, a, &ev, nil); err != nil {
 		t.Fatalf("CreateAnalysis: %v", err)
 	}
 	got, err := s.Analysis(ctx, acct, store.ModeTest, "drift", a.ID)
@@ -72,7 +72,7 @@ func testAnalysisRoundTrip(t *testing.T, s store.Store) {
 
 	// Without an event nothing is fanned out.
 	quiet := newAnalysis(acct, store.ModeTest, "drift", "agent_7", t0.Add(time.Second))
-	if err := s.CreateAnalysis(ctx, quiet, nil); err != nil {
+	if err := s.CreateAnalysis(ctx, quiet, nil, nil); err != nil {
 		t.Fatalf("CreateAnalysis without event: %v", err)
 	}
 	if ds := mustListDeliveries(t, s, acct, store.ModeTest, endpoint.ID); len(ds) != 1 {
@@ -87,16 +87,16 @@ func testAnalysisOutboxAtomic(t *testing.T, s store.Store) {
 	ev := newEvent(acct, store.ModeLive, kindDrift, t0)
 	mustCreateEvent(t, s, ev)
 	a := newAnalysis(acct, store.ModeLive, "drift", "agent_1", t0)
-	if err := s.CreateAnalysis(ctx, a, &ev); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreateAnalysis(ctx, a, &ev, nil); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateAnalysis with an event id that exists: error = %v, want ErrConflict", err)
 	}
 	if _, err := s.Analysis(ctx, acct, store.ModeLive, "drift", a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("analysis after its event failed: error = %v, want ErrNotFound (rolled back)", err)
 	}
-	if err := s.CreateAnalysis(ctx, a, nil); err != nil {
+	if err := s.CreateAnalysis(ctx, a, nil, nil); err != nil {
 		t.Fatalf("CreateAnalysis: %v", err)
 	}
-	if err := s.CreateAnalysis(ctx, a, nil); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreateAnalysis(ctx, a, nil, nil); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("CreateAnalysis twice: error = %v, want ErrConflict", err)
 	}
 }
@@ -112,7 +112,7 @@ func testListAnalyses(t *testing.T, s store.Store) {
 			subject = "agent_9"
 		}
 		a := newAnalysis(acct, store.ModeLive, "drift", subject, t0.Add(time.Duration(i)*time.Millisecond))
-		if err := s.CreateAnalysis(ctx, a, nil); err != nil {
+		if err := s.CreateAnalysis(ctx, a, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if subject == "agent_7" {
@@ -125,7 +125,7 @@ func testListAnalyses(t *testing.T, s store.Store) {
 		newAnalysis(acct, store.ModeLive, "meridian", "agent_7", t0),
 		newAnalysis(ident.New("acct"), store.ModeLive, "drift", "agent_7", t0),
 	} {
-		if err := s.CreateAnalysis(ctx, a, nil); err != nil {
+		if err := s.CreateAnalysis(ctx, a, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -171,3 +171,152 @@ func testIdempotencyPurge(t *testing.T, s store.Store) {
 		t.Fatalf("purged record still there: %v", state)
 	}
 }
+
+// idempotentWrites are the writes that can complete an Idempotency-Key in their transaction:
+// each stores one new object of acct (test mode) and reports how many objects acct has.
+var idempotentWrites = []struct {
+	name  string
+	write func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error
+	count func(ctx context.Context, s store.Store, acct string) (int64, error)
+}{
+	{"CreateAnalysis", func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error {
+		ev := newEvent(acct, store.ModeTest, kindDrift, t0)
+		return s.CreateAnalysis(ctx, newAnalysis(acct, store.ModeTest, "drift", "agent_1", t0), &ev, done)
+	}, func(ctx context.Context, s store.Store, acct string) (int64, error) {
+		p, err := s.ListAnalyses(ctx, acct, store.ModeTest, "drift", "", store.PageQuery{Limit: 1})
+		return p.TotalCount, err
+	}},
+	{"CreateSimulation", func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error {
+		ev := newEvent(acct, store.ModeTest, kindDrift, t0)
+		return s.CreateSimulation(ctx, newSimulation(acct, store.SimulationCompleted, t0), &ev, done)
+	}, countSimulations},
+	{"QueueSimulation", func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error {
+		return s.QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), 5, done)
+	}, countSimulations},
+}
+
+func countSimulations(ctx context.Context, s store.Store, acct string) (int64, error) {
+	p, err := s.ListSimulations(ctx, acct, store.ModeTest, store.PageQuery{Limit: 1})
+	return p.TotalCount, err
+}
+
+func countEvents(t *testing.T, s store.Store, acct string) int64 {
+	t.Helper()
+	p, err := s.ListEvents(context.Background(), acct, store.ModeTest, "", store.PageQuery{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.TotalCount
+}
+
+// testIdempotencyCompletedInWrite: a write given the key's completion commits the object and
+// the key's answer together. A process that dies right after that commit never calls
+// CompleteIdempotent: the retry must find the answer, not an in-flight key. A write whose
+// token lost the key stores nothing.
+func testIdempotencyCompletedInWrite(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	for _, w := range idempotentWrites {
+		t.Run(w.name, func(t *testing.T) {
+			acct := ident.New("acct")
+			k := newIdempotencyKey()
+			k.AccountID, k.Mode = acct, store.ModeTest
+			_, token, _ := begin(t, s, k, t0)
+			body := []byte(`{"success":true,"data":{"id":"x"},"metadata":{"request_id":"req_1"}}`)
+			done := &store.IdempotencyCompletion{Key: k, Token: token, Response: store.StoredResponse{Status: 202, Body: body}, At: t0.Add(time.Second)}
+			if err := w.write(ctx, s, acct, done); err != nil {
+				t.Fatalf("write with its completion: %v", err)
+			}
+			// No CompleteIdempotent: the process is gone. The retry replays.
+			state, _, resp := begin(t, s, k, t0.Add(2*time.Second))
+			if state != store.IdempotencyCompleted || resp.Status != 202 || !bytes.Equal(resp.Body, body) {
+				t.Fatalf("retry after the write = %v %d %q; want Completed 202 with the stored body", state, resp.Status, resp.Body)
+			}
+			// The later completion step, had it run, finds the record already complete.
+			if err := s.CompleteIdempotent(ctx, k, token, store.StoredResponse{Status: 200, Body: []byte("late")}, t0.Add(3*time.Second)); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("Complete after the write's completion = %v, want ErrNotFound", err)
+			}
+			if _, _, resp := begin(t, s, k, t0.Add(4*time.Second)); !bytes.Equal(resp.Body, body) {
+				t.Fatalf("the late Complete replaced the stored answer with %q", resp.Body)
+			}
+
+			// A token that no longer holds the key (a wrong token here, a reclaimed one in
+			// production): ErrIdempotencyLost, and neither the object nor its event is stored.
+			lost := newIdempotencyKey()
+			lost.AccountID, lost.Mode = acct, store.ModeTest
+			begin(t, s, lost, t0)
+			before, err := w.count(ctx, s, acct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := countEvents(t, s, acct)
+			err = w.write(ctx, s, acct, &store.IdempotencyCompletion{Key: lost, Token: "not-the-token", Response: store.StoredResponse{Status: 200, Body: body}, At: t0})
+			if !errors.Is(err, store.ErrIdempotencyLost) {
+				t.Fatalf("write with a completion of a lost key = %v, want ErrIdempotencyLost", err)
+			}
+			after, err := w.count(ctx, s, acct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after != before || countEvents(t, s, acct) != events {
+				t.Fatalf("a write whose completion failed stored its object (%d → %d) or event", before, after)
+			}
+			if state, _, _ := begin(t, s, lost, t0.Add(time.Second)); state != store.IdempotencyInFlight {
+				t.Fatalf("the lost key after the refused write = %v, want still InFlight", state)
+			}
+		})
+	}
+}
+
+// testIdempotencyLease: an in-flight record is a lease. Renewed, it stays in flight past the
+// lease from its start; once its holder stops renewing, the same request takes it over one
+// lease after the last renewal, and the old holder's renewals and completions fail.
+func testIdempotencyLease(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const lease = 15 * time.Second
+	p := store.IdempotencyPolicy{ReclaimAfter: lease, ExpireAfter: 24 * time.Hour}
+	beginAt := func(k store.IdempotencyKey, at time.Time) (store.IdempotencyState, string) {
+		t.Helper()
+		state, token, _, err := s.BeginIdempotent(ctx, k, p, at)
+		if err != nil {
+			t.Fatalf("BeginIdempotent: %v", err)
+		}
+		return state, token
+	}
+	k := newIdempotencyKey()
+	_, owner := beginAt(k, t0)
+	for _, at := range []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 20 * time.Second} {
+		if err := s.RenewIdempotent(ctx, k, owner, t0.Add(at)); err != nil {
+			t.Fatalf("renew at +%v: %v", at, err)
+		}
+		if state, _ := beginAt(k, t0.Add(at+lease-time.Millisecond)); state != store.IdempotencyInFlight {
+			t.Fatalf("retry just within the lease renewed at +%v = %v, want InFlight", at, state)
+		}
+	}
+	if err := s.RenewIdempotent(ctx, k, "not-the-token", t0.Add(21*time.Second)); !errors.Is(err, store.ErrIdempotencyLost) {
+		t.Fatalf("renew with another token = %v, want ErrIdempotencyLost", err)
+	}
+	// The owner stops renewing at +20 s: the key is free at +35 s.
+	if state, _ := beginAt(k, t0.Add(20*time.Second+lease-time.Millisecond)); state != store.IdempotencyInFlight {
+		t.Fatalf("retry before the lease ran out = %v, want InFlight", state)
+	}
+	state, retry := beginAt(k, t0.Add(20*time.Second+lease+time.Millisecond))
+	if state != store.IdempotencyStarted || retry == owner {
+		t.Fatalf("retry after the lease ran out = %v (same token: %v), want Started with a new token", state, retry == owner)
+	}
+	if err := s.RenewIdempotent(ctx, k, owner, t0.Add(36*time.Second)); !errors.Is(err, store.ErrIdempotencyLost) {
+		t.Fatalf("the old owner's renewal after the takeover = %v, want ErrIdempotencyLost", err)
+	}
+	if err := s.RenewIdempotent(ctx, k, retry, t0.Add(36*time.Second)); err != nil {
+		t.Fatalf("the new owner's renewal: %v", err)
+	}
+	if err := s.CompleteIdempotent(ctx, k, retry, store.StoredResponse{Status: 200, Body: []byte("once")}, t0.Add(37*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// A completed record is not in flight: renewing it fails, and it is never reclaimed.
+	if err := s.RenewIdempotent(ctx, k, retry, t0.Add(38*time.Second)); !errors.Is(err, store.ErrIdempotencyLost) {
+		t.Fatalf("renewing a completed record = %v, want ErrIdempotencyLost", err)
+	}
+	if state, _ := beginAt(k, t0.Add(time.Hour)); state != store.IdempotencyCompleted {
+		t.Fatalf("an hour after completion = %v, want Completed", state)
+	}
+}

@@ -30,10 +30,10 @@ func testSimulationLifecycle(t *testing.T, s store.Store) {
 	acct := ident.New("acct")
 	endpoint := mustCreateEndpoint(t, s, newEndpoint(acct, store.ModeTest, kindCascade))
 	sim := newSimulation(acct, store.SimulationQueued, t0)
-	if err := s.CreateSimulation(ctx, sim, nil); err != nil {
+	if err := s.CreateSimulation(ctx, sim, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSimulation(ctx, sim, nil); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreateSimulation(ctx, sim, nil, nil); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateSimulation twice: %v, want ErrConflict", err)
 	}
 	got, err := s.Simulation(ctx, acct, store.ModeTest, sim.ID)
@@ -108,7 +108,7 @@ func testSimulationLeases(t *testing.T, s store.Store) {
 	// Far in the future, so this test's claims never meet the other tests' fresh leases twice.
 	now := t0.Add(24 * 365 * time.Hour)
 	sim := newSimulation(acct, store.SimulationQueued, now.Add(-time.Hour))
-	if err := s.CreateSimulation(ctx, sim, nil); err != nil {
+	if err := s.CreateSimulation(ctx, sim, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	first := claimUntil(t, s, "runner-a", sim.ID, now)
@@ -152,7 +152,7 @@ func testListSimulations(t *testing.T, s store.Store) {
 	var ids []string
 	for i := range 12 {
 		sim := newSimulation(acct, store.SimulationCompleted, t0.Add(time.Duration(i)*time.Second))
-		if err := s.CreateSimulation(ctx, sim, nil); err != nil {
+		if err := s.CreateSimulation(ctx, sim, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		ids = append([]string{sim.ID}, ids...)
@@ -195,7 +195,7 @@ func SimulationClaimRace(t *testing.T, claimers int, stores ...store.Store) {
 		acct := ident.New("acct")
 		for j := range each {
 			sim := newSimulation(acct, store.SimulationQueued, now.Add(-time.Hour+time.Duration(i*each+j)*time.Millisecond))
-			if err := stores[0].CreateSimulation(ctx, sim, nil); err != nil {
+			if err := stores[0].CreateSimulation(ctx, sim, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -264,7 +264,7 @@ func testSimulationFairness(t *testing.T, s store.Store) {
 	queue := func(acct string, mode store.Mode, at int) string {
 		sim := newSimulation(acct, store.SimulationQueued, ms(at))
 		sim.Mode = mode
-		if err := s.CreateSimulation(ctx, sim, nil); err != nil {
+		if err := s.CreateSimulation(ctx, sim, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		return sim.ID
@@ -333,20 +333,20 @@ func testSimulationQueueLimit(t *testing.T, s store.Store) {
 	var ids []string
 	for i := range max {
 		sim := newSimulation(acct, store.SimulationQueued, t0.Add(time.Duration(i)))
-		if err := s.QueueSimulation(ctx, sim, max); err != nil {
+		if err := s.QueueSimulation(ctx, sim, max, nil); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, sim.ID)
 	}
-	if err := s.QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max); !errors.Is(err, store.ErrLimitReached) {
+	if err := s.QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max, nil); !errors.Is(err, store.ErrLimitReached) {
 		t.Fatalf("queue beyond the limit: %v, want ErrLimitReached", err)
 	}
-	if err := s.QueueSimulation(ctx, newSimulation(ident.New("acct"), store.SimulationQueued, t0), max); err != nil {
+	if err := s.QueueSimulation(ctx, newSimulation(ident.New("acct"), store.SimulationQueued, t0), max, nil); err != nil {
 		t.Fatalf("another account: %v", err)
 	}
 	live := newSimulation(acct, store.SimulationQueued, t0)
 	live.Mode = store.ModeLive
-	if err := s.QueueSimulation(ctx, live, max); err != nil {
+	if err := s.QueueSimulation(ctx, live, max, nil); err != nil {
 		t.Fatalf("the other mode: %v", err)
 	}
 	if n, err := s.UnfinishedSimulations(ctx, acct, store.ModeTest); err != nil || n != max {
@@ -358,7 +358,7 @@ func testSimulationQueueLimit(t *testing.T, s store.Store) {
 	if n, _ := s.UnfinishedSimulations(ctx, acct, store.ModeTest); n != max-1 {
 		t.Fatalf("UnfinishedSimulations after a cancel = %d, want %d", n, max-1)
 	}
-	if err := s.QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max); err != nil {
+	if err := s.QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max, nil); err != nil {
 		t.Fatalf("after one was canceled: %v", err)
 	}
 	SimulationQueueRace(t, 10, max, s)
@@ -376,7 +376,7 @@ func SimulationQueueRace(t *testing.T, callers, max int, stores ...store.Store) 
 	var wg sync.WaitGroup
 	for i := range callers {
 		wg.Go(func() {
-			errs[i] = stores[i%len(stores)].QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max)
+			errs[i] = stores[i%len(stores)].QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), max, nil)
 		})
 	}
 	wg.Wait()
@@ -404,7 +404,7 @@ func testSimulationCancel(t *testing.T, s store.Store) {
 	queued := newSimulation(acct, store.SimulationQueued, now)
 	running := newSimulation(acct, store.SimulationQueued, now.Add(-time.Second))
 	for _, sim := range []store.Simulation{queued, running} {
-		if err := s.CreateSimulation(ctx, sim, nil); err != nil {
+		if err := s.CreateSimulation(ctx, sim, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -440,7 +440,7 @@ func testSimulationCancel(t *testing.T, s store.Store) {
 		t.Fatalf("canceling twice = %+v, %v; want ErrSimulationFinished with the stored simulation", got, err)
 	}
 	done := newSimulation(acct, store.SimulationCompleted, now)
-	if err := s.CreateSimulation(ctx, done, nil); err != nil {
+	if err := s.CreateSimulation(ctx, done, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.CancelSimulation(ctx, acct, store.ModeTest, done.ID, []byte(`{}`), now); !errors.Is(err, store.ErrSimulationFinished) || got.Status != store.SimulationCompleted {

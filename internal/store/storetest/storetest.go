@@ -51,6 +51,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"IdempotencyReclaimAndExpiry", testIdempotencyReclaimAndExpiry},
 		{"IdempotencyConcurrentBegin", testIdempotencyConcurrentBegin},
 		{"IdempotencyPurge", testIdempotencyPurge},
+		{"IdempotencyCompletedInWrite", testIdempotencyCompletedInWrite},
+		{"IdempotencyLease", testIdempotencyLease},
 		{"Usage", testUsage},
 		{"Secret", testSecret},
 		{"EventFanOut", testEventFanOut},
