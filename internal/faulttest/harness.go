@@ -86,18 +86,32 @@ func liveKey(t *testing.T, env []string) string {
 // keys creates an enterprise account with a live key and a test key.
 func keys(t *testing.T, env []string) (live, test string) {
 	t.Helper()
+	acct := account(t, env)
+	return createKey(t, env, acct, "--type", "live"), createKey(t, env, acct, "--type", "test")
+}
+
+// limitedKey creates an account with a restricted key allowed perHour usage reads an hour.
+func limitedKey(t *testing.T, env []string, perHour int) string {
+	t.Helper()
+	return createKey(t, env, account(t, env), "--type", "restricted", "--scopes", "usage:read", "--rate-limit", fmt.Sprint(perHour))
+}
+
+func account(t *testing.T, env []string) string {
+	t.Helper()
 	var acct struct{ ID string }
 	if err := json.Unmarshal([]byte(cli(t, env, "accounts", "create", "--name", "Faults", "--email", "faults@example.test", "--plan", "enterprise", "--json")), &acct); err != nil {
 		t.Fatal(err)
 	}
-	create := func(typ string) string {
-		m := keyPattern.FindStringSubmatch(cli(t, env, "keys", "create", "--account", acct.ID, "--type", typ, "--json"))
-		if m == nil {
-			t.Fatal("keys create printed no key")
-		}
-		return m[1]
+	return acct.ID
+}
+
+func createKey(t *testing.T, env []string, account string, args ...string) string {
+	t.Helper()
+	m := keyPattern.FindStringSubmatch(cli(t, env, append(append([]string{"keys", "create", "--account", account}, args...), "--json")...))
+	if m == nil {
+		t.Fatal("keys create printed no key")
 	}
-	return create("live"), create("test")
+	return m[1]
 }
 
 var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,14 +63,19 @@ func (r *redisServer) kill() {
 // TestRedisOutage runs two processes on one PostgreSQL database and a Redis of the harness's
 // own, kills that Redis with SIGKILL for 15 s and starts it again empty, twice, under
 // idempotent Drift load. Requests go on being served during the outage (rate limits fall back
-// to each process), no 5xx, every request answered in the end, one analysis per key.
+// to each process), no 5xx, every request answered in the end, one analysis per key; and a key
+// limited to 60 requests an hour, read all along, is admitted at most the limit plus the
+// documented allowance of each outage, (N − 1)·⌈limit / N⌉ with N = 2 processes.
 func TestRedisOutage(t *testing.T) {
 	duration := enabled(t)
 	t.Parallel() // the scenarios strike separate processes and stores
 	rds := startRedis(t, 0)
-	env := []string{"RISKAPI_DATABASE_URL=" + pgtest.NewDatabase(t), "RISKAPI_REDIS_URL=redis://" + rds.addr() + "/0"}
+	const processes, limit, outages = 2, 60, 2
+	env := []string{"RISKAPI_DATABASE_URL=" + pgtest.NewDatabase(t), "RISKAPI_REDIS_URL=redis://" + rds.addr() + "/0",
+		fmt.Sprintf("RISKAPI_RATE_LIMIT_PROCESSES=%d", processes)}
 	cli(t, env, "migrate")
 	key := liveKey(t, env)
+	limited := limitedKey(t, env, limit)
 	servers := []*server{newServer(t, env), newServer(t, env)}
 	i := 0
 	pick := func() string { i++; return servers[i%2].URL() }
@@ -81,14 +88,34 @@ func TestRedisOutage(t *testing.T) {
 		defer close(done)
 		load{url: pick, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 4, settle: time.Minute, pause: 20 * time.Millisecond}.run(ctx, t, h)
 	}()
+	hour := time.Now().Truncate(time.Hour)
+	var admitted, reads atomic.Int64
+	readsDone := make(chan struct{})
+	go func() {
+		defer close(readsDone)
+		for ctx.Err() == nil {
+			status := get(t, pick(), limited, "/v1/usage")
+			reads.Add(1)
+			if status == http.StatusOK {
+				admitted.Add(1)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 	outage := min(15*time.Second, duration/4)
-	for range 2 {
+	for range outages {
 		time.Sleep(outage / 2)
 		rds.kill()
 		time.Sleep(outage)
 		rds = startRedis(t, rds.port)
 	}
 	<-done
+	<-readsDone
+	allowance := outages * (processes - 1) * ((limit + processes - 1) / processes)
+	t.Logf("limited key: %d of %d reads admitted (limit %d, outage allowance %d)", admitted.Load(), reads.Load(), limit, allowance)
+	if time.Now().Truncate(time.Hour).Equal(hour) && admitted.Load() > int64(limit+allowance) {
+		t.Errorf("a limit of %d an hour admitted %d across %d Redis outages, above the documented %d", limit, admitted.Load(), outages, limit+allowance)
+	}
 	ids := h.check(t)
 	if total := totalCount(t, servers[0].URL(), key, "/v1/drift/analyses"); total != len(ids) {
 		t.Errorf("%d analyses stored for %d keys", total, len(ids))
