@@ -17,8 +17,10 @@ const CancelLatency = 100 * time.Millisecond
 // again with a context cancelled a third of the way through, and fails unless that run
 // returns ctx's error within CancelLatency of the cancel. A run that finishes before its
 // cancel (a loaded machine made the first run slow) is tried again with the cancel twice as
-// early, up to three times; a run that returns anything but context.Canceled fails the test:
-// only a run that saw the cancel and stopped early passes.
+// early, up to three times; a run late to stop is tried again, up to three late runs (a loop
+// that never looks at its context is late every time; a busy machine now and then); a run that
+// returns anything but context.Canceled fails the test: only a run that saw the cancel and
+// stopped early passes.
 //
 // Under the race detector, which slows the engines' loops 10 to 100 times, the check is
 // skipped: its timing would mean nothing. CI runs it without the detector.
@@ -33,6 +35,7 @@ func StopsSoonAfterCancel(t *testing.T, analyze func(ctx context.Context) error)
 	}
 	full := time.Since(start)
 	at := full / 3
+	late := 0
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -58,7 +61,13 @@ func StopsSoonAfterCancel(t *testing.T, analyze func(ctx context.Context) error)
 			t.Fatalf("cancelled run returned %v, want context.Canceled", err)
 		}
 		if latency > CancelLatency {
-			t.Errorf("returned %v after the cancel, want at most %v (uncancelled run: %v)", latency, CancelLatency, full)
+			// A loop that never looks at its context is late every time; a machine busy with
+			// other tests makes one run late now and then: only three late runs fail.
+			if late++; late < 3 {
+				t.Logf("returned %v after the cancel (the machine may be busy); trying again", latency)
+				continue
+			}
+			t.Errorf("returned %v after the cancel, three times, want at most %v (uncancelled run: %v)", latency, CancelLatency, full)
 		}
 		t.Logf("uncancelled %v; returned %v after a cancel at %v", full, latency, at)
 		return
