@@ -2,8 +2,10 @@ package meridian
 
 import (
 	"bytes"
+	"encoding/csv"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -216,19 +218,32 @@ func TestCSVDetails(t *testing.T) {
 	}
 }
 
-// FuzzReadCSV: arbitrary input never panics; accepted input yields consistent columns.
+// FuzzReadCSV: arbitrary input, read with each delimiter of fuzzDelimiters, never panics;
+// refused input is an *engine.InputError; accepted input is what encoding/csv reads (the
+// header's columns, a row per record) and yields consistent columns.
 func FuzzReadCSV(f *testing.F) {
-	for _, s := range []string{"a,b\n1,2\n", "a\n\"x\n", "", "a,a\n", "x,y\n1,\n,2\n\"\"\"\",3\n", "a;b\n1;2", "\xff\n"} {
-		f.Add(s)
+	for i, s := range []string{"a,b\n1,2\n", "a;b\n1;2\n\"x;y\";3\n", "a\tb\r\n1\t2\r\n\r\n3\t4", "a|b\n\"multi\nline\"|\"quo\"\"te\"\n",
+		"a b\n1 2\n", "a§b\n1§2\n", "a\n\"x\n", "", "a,a\n", "x,y\n1,\n,2\n\"\"\"\",3\n", "a;b\n1;2", "\xff\n", "a,b\n1\n", "a\nx\"y\n"} {
+		f.Add(s, uint8(i))
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Fuzz(func(t *testing.T, s string, which uint8) {
+		if len(s) > maxFuzzInput {
+			t.Skip()
+		}
+		delim := fuzzDelimiters[int(which)%len(fuzzDelimiters)]
 		ds := NewDataset()
-		if err := ds.ReadCSV(strings.NewReader(s), ','); err != nil {
-			var ie *engine.InputError
-			if !errors.As(err, &ie) {
-				t.Fatalf("non-input error %v", err)
-			}
+		if err := ds.ReadCSV(strings.NewReader(s), delim); err != nil {
+			requireInputError(t, err)
 			return
+		}
+		cr := csv.NewReader(strings.NewReader(s))
+		cr.Comma = delim
+		records, err := cr.ReadAll()
+		if err != nil || len(records) == 0 {
+			t.Fatalf("accepted CSV that encoding/csv refuses: %v", err)
+		}
+		if !slices.Equal(ds.Columns(), records[0]) || ds.Rows() != len(records)-1 {
+			t.Fatalf("read columns %q and %d rows; encoding/csv reads %q and %d", ds.Columns(), ds.Rows(), records[0], len(records)-1)
 		}
 		checks := []Check{}
 		for _, c := range ds.Columns() {
@@ -252,15 +267,23 @@ func FuzzReadCSV(f *testing.F) {
 	})
 }
 
-// FuzzReadRecords: arbitrary JSON never panics; accepted records give consistent columns
+// FuzzReadRecords: arbitrary JSON never panics; refused input is malformed JSON or an
+// *engine.InputError; accepted records give consistent columns
 // and a result that marshals (no NaN or Inf).
 func FuzzReadRecords(f *testing.F) {
-	for _, s := range []string{`[{"a": 1, "b": "x"}, {"a": null}]`, `[]`, `[{"a": {"b": [1, 2.0]}}, {"a": 1e308}, {"a": 1e308}]`, `[1]`, `{"a": 1}`, `[{"a": "\u00e9", "": -0}]`} {
+	for _, s := range []string{`[{"a": 1, "b": "x"}, {"a": null}]`, `[]`, ``, `[{"a":1e400}]`, `[{"a":1,"a":2}]`, `[{"a":`, `[{"a":1}]]`, "[{\"\xff\":1}]", `[{"a": {"b": [1, 2.0]}}, {"a": 1e308}, {"a": 1e308}]`, `[1]`, `{"a": 1}`, `[{"a": "\u00e9", "": -0}]`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > maxFuzzInput {
+			t.Skip()
+		}
 		ds := NewDataset()
 		if err := ds.ReadRecords(jsontext.NewDecoder(strings.NewReader(s))); err != nil {
+			var syntax *jsontext.SyntacticError
+			if !errors.As(err, &syntax) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+				requireInputError(t, err) // malformed or missing JSON is the API's 400 (streamError); the rest the engine's
+			}
 			return
 		}
 		var checks []Check
