@@ -118,11 +118,20 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSONBytes(w, status, body)
 }
 
-// fmtInternal logs an unexpected error with the request id and returns the opaque 500; once
-// the request's context has ended, the failure is the context's: apiError's 503, not logged.
+// fmtInternal logs an unexpected error with the request id and returns the opaque 500. Once
+// the request's context has ended, the failure is the context's: apiError's 503, not logged;
+// while the store is unreachable, the outage's: 503 with Retry-After, logged as a warning.
 func fmtInternal(ctx context.Context, what string, err error) *Error {
 	if ctx.Err() != nil {
 		return apiError(ctx, err) // the client left or the server is stopping: 503, not a fault
+	}
+	if info := requestInfoFrom(ctx); info.storeDown != nil && info.storeDown(ctx) {
+		// A store outage cut the work short (a connection dropped mid-transaction): the
+		// documented 503, not a fault of the service's.
+		info.log.WarnContext(ctx, "store unreachable", "what", what, "err", err)
+		e := newError(CodeServiceUnavailable, "The store is not reachable right now. Retry after the time in the Retry-After header.")
+		e.retryAfter = 1
+		return e
 	}
 	requestInfoFrom(ctx).log.ErrorContext(ctx, "internal error", "what", what, "err", err)
 	return errInternal

@@ -88,6 +88,7 @@ func newError(code, format string, args ...any) *Error {
 //   - any error once the request's context has ended (the client went away, or the server is
 //     stopping) is 503: nothing was stored, and an Idempotency-Key is released so that a retry runs
 //     the work again;
+//   - anything else while the store is unreachable (an outage cut the work short) is 503;
 //   - anything else is logged with the request id and answered with the opaque 500.
 func apiError(ctx context.Context, err error) *Error {
 	var apiErr *Error

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 )
 
@@ -19,5 +20,22 @@ func TestErrorsAfterTheClientLeftAre503(t *testing.T) {
 	}
 	if got := apiError(context.Background(), errors.New("disk full")); got.Code != CodeInternal {
 		t.Errorf("a failure of a live request: %s, want %s", got.Code, CodeInternal)
+	}
+}
+
+// TestFailuresDuringAStoreOutageAre503: an error a store outage caused (a connection dropped
+// mid-transaction) is the documented 503 with Retry-After, found by pinging the store; the same
+// error with the store reachable is an internal error.
+func TestFailuresDuringAStoreOutageAre503(t *testing.T) {
+	down := true
+	info := &requestInfo{log: slog.New(slog.DiscardHandler), storeDown: func(context.Context) bool { return down }}
+	ctx := withRequestInfo(context.Background(), info)
+	got := apiError(ctx, errors.New("conn closed"))
+	if got.Code != CodeServiceUnavailable || got.retryAfter != 1 {
+		t.Fatalf("during an outage: %s (Retry-After %d), want 503 with Retry-After 1", got.Code, got.retryAfter)
+	}
+	down = false
+	if got := apiError(ctx, errors.New("conn closed")); got.Code != CodeInternal {
+		t.Fatalf("with the store up: %s, want %s", got.Code, CodeInternal)
 	}
 }

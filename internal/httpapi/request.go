@@ -28,6 +28,9 @@ type requestInfo struct {
 	// memory is what a product request holds against the process's memory budget (admit.go);
 	// nil for other requests.
 	memory *admission.Reservation
+	// storeDown reports whether the store is unreachable now, so that a failure a store outage
+	// caused is answered 503, not as an internal error (apiError); nil outside the server.
+	storeDown func(ctx context.Context) bool
 }
 
 type requestInfoKey struct{}

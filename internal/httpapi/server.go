@@ -218,11 +218,18 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// storeDown pings the store (at most 1 s): a failed ping means the store is unreachable now.
+func (s *Server) storeDown(ctx context.Context) bool {
+	ping, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	return s.cfg.Store.Ping(ping) != nil
+}
+
 // ServeHTTP gives every request an id, a panic guard, metrics and an access log line, then
 // routes it. Unknown routes and wrong methods are answered here, in the envelope, before
 // any authentication (platform contract §1: route and method are checked first).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	info := &requestInfo{id: "req_" + ident.Random(24), start: time.Now()}
+	info := &requestInfo{id: "req_" + ident.Random(24), start: time.Now(), storeDown: s.storeDown}
 	info.log = s.cfg.Logger.With("request_id", info.id)
 	r = r.WithContext(withRequestInfo(r.Context(), info))
 	rec := &statusRecorder{ResponseWriter: w}
