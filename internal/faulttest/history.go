@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -48,6 +49,24 @@ type load struct {
 	workers int
 	settle  time.Duration
 	pause   time.Duration // between one request's end and the next one's start
+}
+
+// start runs the load in the background until ctx ends; the channel closes once every
+// request has settled.
+func (l load) start(ctx context.Context, t *testing.T, h *history) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.run(ctx, t, h)
+	}()
+	return done
+}
+
+// roundRobin spreads requests over the servers, one after the other (safe for the load's
+// concurrent workers).
+func roundRobin(servers []*server) func() string {
+	var next atomic.Uint64
+	return func() string { return servers[next.Add(1)%uint64(len(servers))].URL() }
 }
 
 func (l load) run(ctx context.Context, t *testing.T, h *history) {

@@ -39,17 +39,12 @@ func TestDatabaseOutage(t *testing.T) {
 	env := []string{"RISKAPI_DATABASE_URL=" + viaProxy.String(), "RISKAPI_REDIS_URL=" + redisURL,
 		"RISKAPI_REDIS_PREFIX=riskapi-faults:" + ident.Random(8) + ":"}
 	servers := []*server{newServer(t, env), newServer(t, env)}
-	i := 0
-	pick := func() string { i++; return servers[i%2].URL() }
+	pick := roundRobin(servers)
 
 	h := &history{}
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		load{url: pick, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 4, settle: time.Minute, pause: 20 * time.Millisecond}.run(ctx, t, h)
-	}()
+	done := load{url: pick, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 4, settle: time.Minute, pause: 20 * time.Millisecond}.start(ctx, t, h)
 	outage := min(20*time.Second, duration/4)
 	for round := range 2 {
 		time.Sleep(outage / 2)

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -39,8 +38,7 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 	cli(t, env, "migrate")
 	key, testKey := keys(t, env)
 	servers := []*server{newServer(t, env), newServer(t, env), newServer(t, env)}
-	var next atomic.Uint64
-	url := func() string { return servers[next.Add(1)%uint64(len(servers))].URL() }
+	url := roundRobin(servers)
 	// Test mode (loopback http receivers are allowed there) carries the webhook deliveries: a
 	// slow load of small synchronous Cascade simulations, each emitting
 	// cascade.simulation_completed.
@@ -54,17 +52,9 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 	h := &history{}
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		load{url: url, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 6, settle: time.Minute, pause: 20 * time.Millisecond}.run(ctx, t, h)
-	}()
+	done := load{url: url, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 6, settle: time.Minute, pause: 20 * time.Millisecond}.start(ctx, t, h)
 	testHistory := &history{}
-	testDone := make(chan struct{})
-	go func() {
-		defer close(testDone)
-		load{url: url, key: testKey, path: "/v1/cascade/simulate", body: smallSimulation, workers: 1, settle: time.Minute, pause: 2 * time.Second}.run(ctx, t, testHistory)
-	}()
+	testDone := load{url: url, key: testKey, path: "/v1/cascade/simulate", body: smallSimulation, workers: 1, settle: time.Minute, pause: 2 * time.Second}.start(ctx, t, testHistory)
 	kills := 0
 	for ctx.Err() == nil {
 		time.Sleep(time.Duration(1000+rng.IntN(3000)) * time.Millisecond)

@@ -77,17 +77,12 @@ func TestRedisOutage(t *testing.T) {
 	key := liveKey(t, env)
 	limited := limitedKey(t, env, limit)
 	servers := []*server{newServer(t, env), newServer(t, env)}
-	i := 0
-	pick := func() string { i++; return servers[i%2].URL() }
+	pick := roundRobin(servers)
 
 	h := &history{}
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		load{url: pick, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 4, settle: time.Minute, pause: 20 * time.Millisecond}.run(ctx, t, h)
-	}()
+	done := load{url: pick, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 4, settle: time.Minute, pause: 20 * time.Millisecond}.start(ctx, t, h)
 	hour := time.Now().Truncate(time.Hour)
 	var admitted, reads atomic.Int64
 	readsDone := make(chan struct{})

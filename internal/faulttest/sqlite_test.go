@@ -79,11 +79,7 @@ func TestKillNineOnTheEmbeddedStore(t *testing.T) {
 	h := &history{}
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		load{url: srv.URL, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 4, settle: time.Minute, pause: 20 * time.Millisecond}.run(ctx, t, h)
-	}()
+	done := load{url: srv.URL, key: key, path: "/v1/drift/analyze", body: driftBody, workers: 4, settle: time.Minute, pause: 20 * time.Millisecond}.start(ctx, t, h)
 	kills := 0
 	for ctx.Err() == nil {
 		time.Sleep(time.Duration(1000+rng.IntN(3000)) * time.Millisecond)
