@@ -296,7 +296,7 @@ func queueEvents(t *testing.T, st store.Store, accountID, url string, n int) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	endpoint := store.WebhookEndpoint{ID: ident.New("we"), AccountID: accountID, Mode: store.ModeTest, URL: url,
 		Events: []string{store.AllEvents}, Secret: receiverSecret, Status: store.EndpointEnabled, CreatedAt: now, UpdatedAt: now}
-	if err := st.CreateWebhookEndpoint(ctx, endpoint, store.MaxEndpointsPerMode); err != nil {
+	if err := st.CreateWebhookEndpoint(ctx, endpoint, store.MaxEndpointsPerMode, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {

@@ -50,13 +50,13 @@ type Store interface {
 	Usage(ctx context.Context, accountID string, from, to time.Time) ([]store.UsageUnits, error)
 
 	// Webhook endpoints, their delivery logs and the webhook.test event (Webhooks).
-	CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, max int) error
+	CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, max int, done *store.IdempotencyCompletion) error
 	WebhookEndpoint(ctx context.Context, accountID string, mode store.Mode, id string) (store.WebhookEndpoint, error)
 	ListWebhookEndpoints(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.WebhookEndpoint], error)
 	SetWebhookEndpointStatus(ctx context.Context, accountID string, mode store.Mode, id, status, reason string, at time.Time) error
 	DeleteWebhookEndpoint(ctx context.Context, accountID string, mode store.Mode, id string) error
 	ListDeliveries(ctx context.Context, accountID string, mode store.Mode, endpointID string, q store.PageQuery) (store.Page[store.Delivery], error)
-	CreateEventFor(ctx context.Context, ev store.Event, endpointID string) (store.Delivery, error)
+	CreateEventFor(ctx context.Context, ev store.Event, endpointID string, answer func(store.Delivery) (*store.IdempotencyCompletion, error)) (store.Delivery, error)
 
 	// Recent results (Analyses).
 	ListAnalyses(ctx context.Context, accountID string, mode store.Mode, product, subject string, q store.PageQuery) (store.Page[store.Analysis], error)

@@ -126,7 +126,7 @@ func (h *Handler) handleAddWebhook() signedInHandler {
 		now := h.cfg.Now().UTC().Truncate(time.Millisecond)
 		e := store.WebhookEndpoint{ID: ident.New("we"), AccountID: v.account.ID, Mode: v.mode, URL: form.URL, Events: events,
 			Secret: secret, Description: form.Description, Status: store.EndpointEnabled, CreatedAt: now, UpdatedAt: now}
-		err = h.cfg.Store.CreateWebhookEndpoint(r.Context(), e, store.MaxEndpointsPerMode)
+		err = h.cfg.Store.CreateWebhookEndpoint(r.Context(), e, store.MaxEndpointsPerMode, nil)
 		if errors.Is(err, store.ErrLimitReached) {
 			fail(http.StatusBadRequest, "An account may have at most 16 webhooks in each mode; delete one first.")
 			return
@@ -244,7 +244,7 @@ func (h *Handler) handleTestWebhook() signedInHandler {
 		}
 		ev, err := webhooks.TestEvent(e, h.cfg.Now())
 		if err == nil {
-			_, err = h.cfg.Store.CreateEventFor(r.Context(), ev, e.ID)
+			_, err = h.cfg.Store.CreateEventFor(r.Context(), ev, e.ID, nil)
 		}
 		if err != nil {
 			h.cfg.Logger.Error("dashboard: webhook test", "err", err)

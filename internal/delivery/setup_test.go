@@ -170,7 +170,7 @@ func (h *harness) endpoint(url string) store.WebhookEndpoint {
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
-	if err := h.store.CreateWebhookEndpoint(context.Background(), e, store.MaxEndpointsPerMode); err != nil {
+	if err := h.store.CreateWebhookEndpoint(context.Background(), e, store.MaxEndpointsPerMode, nil); err != nil {
 		h.t.Fatalf("create endpoint: %v", err)
 	}
 	return e
@@ -197,7 +197,7 @@ func (h *harness) eventTo(e store.WebhookEndpoint) (store.Event, store.Delivery)
 func (h *harness) eventAt(e store.WebhookEndpoint, at time.Time) (store.Event, store.Delivery) {
 	h.t.Helper()
 	ev := newEvent(h.accountID, h.mode, "drift.shadow_detected", at)
-	d, err := h.store.CreateEventFor(context.Background(), ev, e.ID)
+	d, err := h.store.CreateEventFor(context.Background(), ev, e.ID, nil)
 	if err != nil {
 		h.t.Fatalf("create event for %s: %v", e.ID, err)
 	}

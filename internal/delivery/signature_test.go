@@ -40,7 +40,7 @@ func (h *harness) endpointWithSecret(url, secret string) store.WebhookEndpoint {
 	now := time.Now().UTC()
 	e := store.WebhookEndpoint{ID: ident.New("we"), AccountID: h.accountID, Mode: h.mode, URL: url,
 		Events: []string{store.AllEvents}, Secret: secret, Status: store.EndpointEnabled, CreatedAt: now, UpdatedAt: now}
-	if err := h.store.CreateWebhookEndpoint(context.Background(), e, store.MaxEndpointsPerMode); err != nil {
+	if err := h.store.CreateWebhookEndpoint(context.Background(), e, store.MaxEndpointsPerMode, nil); err != nil {
 		h.t.Fatalf("create endpoint: %v", err)
 	}
 	return e

@@ -60,13 +60,14 @@ func (s *Server) handleIngestDriftEvents() http.Handler {
 			events[i] = store.DriftEvent{EventID: ev.ID, Timestamp: ev.Timestamp, Payload: payload}
 		}
 		p := principalFrom(r.Context())
-		batch, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, req.AgentID, events)
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, driftEventBatchObject{
-			AgentID: req.AgentID, Accepted: batch.Accepted, Duplicates: batch.Duplicates, TotalEvents: batch.Total,
-		}, nil
+		return s.commitAnswer(r, http.StatusOK, func(answer func(any) (*store.IdempotencyCompletion, error)) error {
+			_, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, req.AgentID, events, func(batch store.DriftEventBatch) (*store.IdempotencyCompletion, error) {
+				return answer(driftEventBatchObject{
+					AgentID: req.AgentID, Accepted: batch.Accepted, Duplicates: batch.Duplicates, TotalEvents: batch.Total,
+				})
+			})
+			return err
+		})
 	})
 }
 
@@ -203,7 +204,7 @@ func driftTestItem(s *Server, r *http.Request, request, truth any, seed int64) (
 		stored[i] = store.DriftEvent{EventID: ev.ID, Timestamp: ev.Timestamp, Payload: payload}
 	}
 	p := principalFrom(r.Context())
-	if _, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, in.AgentID, stored); err != nil {
+	if _, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, in.AgentID, stored, nil); err != nil {
 		return testItem{}, err
 	}
 	return testItem{Request: driftTestRequest{AgentID: in.AgentID, PrincipalID: in.PrincipalID, Events: in.Events}, Expected: truth}, nil

@@ -113,16 +113,15 @@ func (s *Server) handleCreateWebhook() http.Handler {
 		if req.Description != nil {
 			e.Description = *req.Description
 		}
-		err := s.cfg.Store.CreateWebhookEndpoint(r.Context(), e, store.MaxEndpointsPerMode)
+		status, data, err := s.commitWithResponse(r, http.StatusCreated, webhooks.NewEndpointObject(e), func(done *store.IdempotencyCompletion) error {
+			return s.cfg.Store.CreateWebhookEndpoint(r.Context(), e, store.MaxEndpointsPerMode, done)
+		})
 		if errors.Is(err, store.ErrLimitReached) {
 			le := newError(CodeBadRequest, "An account may have at most %d webhook endpoints in each mode; delete one first.", store.MaxEndpointsPerMode)
 			le.Details["limit"] = store.MaxEndpointsPerMode
 			return 0, nil, le
 		}
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusCreated, webhooks.NewEndpointObject(e), nil
+		return status, data, err
 	})
 }
 
@@ -308,11 +307,16 @@ func (s *Server) handleTestWebhook() http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		d, err := s.cfg.Store.CreateEventFor(r.Context(), ev, endpoint.ID)
+		status, data, err := s.commitAnswer(r, http.StatusAccepted, func(answer func(any) (*store.IdempotencyCompletion, error)) error {
+			_, err := s.cfg.Store.CreateEventFor(r.Context(), ev, endpoint.ID, func(d store.Delivery) (*store.IdempotencyCompletion, error) {
+				return answer(webhookTestResult{EventID: ev.ID, DeliveryID: d.ID})
+			})
+			return err
+		})
 		if err != nil {
 			return 0, nil, err
 		}
 		s.cfg.Webhooks.Notify()
-		return http.StatusAccepted, webhookTestResult{EventID: ev.ID, DeliveryID: d.ID}, nil
+		return status, data, nil
 	})
 }

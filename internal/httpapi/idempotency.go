@@ -196,22 +196,43 @@ func (s *Server) renewIdempotent(ctx context.Context, k store.IdempotencyKey, to
 // answer are thus stored together: a process killed after the commit leaves a key that
 // replays this answer, never one that runs the request again.
 func (s *Server) commitWithResponse(r *http.Request, status int, data any, write func(done *store.IdempotencyCompletion) error) (int, any, error) {
-	body, err := encodeSuccess(r, data, nil)
-	if err != nil {
-		return 0, nil, err
-	}
+	return s.commitAnswer(r, status, func(answer func(data any) (*store.IdempotencyCompletion, error)) error {
+		done, err := answer(data)
+		if err != nil {
+			return err
+		}
+		return write(done)
+	})
+}
+
+// commitAnswer is commitWithResponse for writes whose answer depends on what they stored
+// (an event batch's counts, a delivery's id): write passes answer to the store, which calls it
+// inside its transaction with the answer's data; answer encodes the envelope and returns the
+// completion holding it (nil without a key), and the same bytes are sent once write commits.
+func (s *Server) commitAnswer(r *http.Request, status int, write func(answer func(data any) (*store.IdempotencyCompletion, error)) error) (int, any, error) {
 	claim := requestInfoFrom(r.Context()).claim
-	var done *store.IdempotencyCompletion
-	if claim != nil {
-		done = &store.IdempotencyCompletion{Key: claim.key, Token: claim.token,
-			Response: store.StoredResponse{Status: status, Body: body}, At: s.cfg.Now()}
+	var body []byte
+	answer := func(data any) (*store.IdempotencyCompletion, error) {
+		encoded, err := encodeSuccess(r, data, nil)
+		if err != nil {
+			return nil, err
+		}
+		body = encoded
+		if claim == nil {
+			return nil, nil
+		}
+		return &store.IdempotencyCompletion{Key: claim.key, Token: claim.token,
+			Response: store.StoredResponse{Status: status, Body: encoded}, At: s.cfg.Now()}, nil
 	}
-	err = write(done)
+	err := write(answer)
 	if errors.Is(err, store.ErrIdempotencyLost) {
 		return 0, nil, newError(CodeServiceUnavailable, "This request ran past its hold on the Idempotency-Key and another request with the same key took it over; nothing was stored. Retry with the same key to receive that request's result.")
 	}
 	if err != nil {
 		return 0, nil, err
+	}
+	if body == nil {
+		return 0, nil, errors.New("commit answer: the write committed without building its answer")
 	}
 	if claim != nil {
 		claim.completed = true

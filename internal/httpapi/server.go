@@ -44,7 +44,7 @@ type Store interface {
 	CreateAnalysis(ctx context.Context, a store.Analysis, ev *store.Event, done *store.IdempotencyCompletion) error
 	Analysis(ctx context.Context, accountID string, mode store.Mode, product, id string) (store.Analysis, error)
 	ListAnalyses(ctx context.Context, accountID string, mode store.Mode, product, subject string, q store.PageQuery) (store.Page[store.Analysis], error)
-	AddDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, events []store.DriftEvent) (store.DriftEventBatch, error)
+	AddDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, events []store.DriftEvent, answer func(store.DriftEventBatch) (*store.IdempotencyCompletion, error)) (store.DriftEventBatch, error)
 	CountDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string) (int64, error)
 	DriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, from, to *time.Time, limit int) ([]store.DriftEvent, error)
 	CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event, done *store.IdempotencyCompletion) error
@@ -57,8 +57,8 @@ type Store interface {
 	// Events, webhook endpoints and their deliveries.
 	Event(ctx context.Context, accountID string, mode store.Mode, id string) (store.Event, error)
 	ListEvents(ctx context.Context, accountID string, mode store.Mode, eventType string, q store.PageQuery) (store.Page[store.Event], error)
-	CreateEventFor(ctx context.Context, ev store.Event, endpointID string) (store.Delivery, error)
-	CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, max int) error
+	CreateEventFor(ctx context.Context, ev store.Event, endpointID string, answer func(store.Delivery) (*store.IdempotencyCompletion, error)) (store.Delivery, error)
+	CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, max int, done *store.IdempotencyCompletion) error
 	WebhookEndpoint(ctx context.Context, accountID string, mode store.Mode, id string) (store.WebhookEndpoint, error)
 	ListWebhookEndpoints(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.WebhookEndpoint], error)
 	UpdateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint) error

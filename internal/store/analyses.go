@@ -60,8 +60,11 @@ type AnalysisStore interface {
 type DriftEventStore interface {
 	// AddDriftEvents appends events to the history of (account, mode, agent) in one
 	// transaction, skipping every event whose EventID is already stored for that agent or
-	// appears earlier in events. Concurrent calls never store one EventID twice.
-	AddDriftEvents(ctx context.Context, accountID string, mode Mode, agentID string, events []DriftEvent) (DriftEventBatch, error)
+	// appears earlier in events. Concurrent calls never store one EventID twice. When answer
+	// is not nil, the completion it builds from the batch's counts commits in the same
+	// transaction (IdempotencyCompletion): a retry replays those counts, and events without an
+	// id are never stored twice for one Idempotency-Key.
+	AddDriftEvents(ctx context.Context, accountID string, mode Mode, agentID string, events []DriftEvent, answer func(DriftEventBatch) (*IdempotencyCompletion, error)) (DriftEventBatch, error)
 	// DriftEvents returns up to limit events of the agent in insertion order, only those with
 	// from <= Timestamp < to when from or to is not nil. The caller asks for one more than it
 	// accepts to learn that there are too many.

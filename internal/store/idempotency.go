@@ -38,7 +38,7 @@ type StoredResponse struct {
 
 // IdempotencyCompletion completes the in-flight record of Key held by Token with Response,
 // inside the transaction of the write that produced it (CreateAnalysis, CreateSimulation,
-// QueueSimulation): the object, its event and the key's answer commit together, so a process
+// QueueSimulation, CreateWebhookEndpoint, AddDriftEvents, CreateEventFor): the object, its event and the key's answer commit together, so a process
 // that dies after the commit leaves a key that replays the answer, never one that runs the
 // request a second time. If Token no longer holds the key (its lease ran out and a retry took
 // it over), the whole write is rolled back with ErrIdempotencyLost.

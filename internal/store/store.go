@@ -194,8 +194,10 @@ type EventStore interface {
 	CreateEvent(ctx context.Context, ev Event) ([]Delivery, error)
 	// CreateEventFor inserts ev and one pending delivery to the endpoint endpointID of ev's
 	// account and mode, whatever the endpoint subscribes to and even if it is disabled (the
-	// webhook.test event). ErrNotFound if there is no such endpoint.
-	CreateEventFor(ctx context.Context, ev Event, endpointID string) (Delivery, error)
+	// webhook.test event). ErrNotFound if there is no such endpoint. When answer is not nil,
+	// the completion it builds from the delivery commits in the same transaction
+	// (IdempotencyCompletion).
+	CreateEventFor(ctx context.Context, ev Event, endpointID string, answer func(Delivery) (*IdempotencyCompletion, error)) (Delivery, error)
 	// Event returns the event of that account and mode, or ErrNotFound.
 	Event(ctx context.Context, accountID string, mode Mode, id string) (Event, error)
 	// ListEvents pages through an account's events of one mode, newest first; eventType ""
@@ -211,8 +213,9 @@ type EventStore interface {
 // object is ErrNotFound.
 type WebhookStore interface {
 	// CreateWebhookEndpoint inserts e unless its account and mode already have max
-	// endpoints (ErrLimitReached); the check and the insert are atomic.
-	CreateWebhookEndpoint(ctx context.Context, e WebhookEndpoint, max int) error
+	// endpoints (ErrLimitReached); the check and the insert are atomic, and done, when not
+	// nil, completes the request's Idempotency-Key in the same transaction.
+	CreateWebhookEndpoint(ctx context.Context, e WebhookEndpoint, max int, done *IdempotencyCompletion) error
 	WebhookEndpoint(ctx context.Context, accountID string, mode Mode, id string) (WebhookEndpoint, error)
 	ListWebhookEndpoints(ctx context.Context, accountID string, mode Mode, q PageQuery) (Page[WebhookEndpoint], error)
 	// UpdateWebhookEndpoint stores URL, Events, Secret, Description, Status, DisabledReason

@@ -20,7 +20,7 @@ const driftEventsPerInsert = 500
 // NOTHING; what each statement inserted is its affected-row count. Batches of one agent are
 // serialised by a lock on the agent: on PostgreSQL, two batches inserting the same ids in
 // different orders would otherwise wait on each other's unique-index entries and deadlock.
-func (s *Store) AddDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, events []store.DriftEvent) (store.DriftEventBatch, error) {
+func (s *Store) AddDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, events []store.DriftEvent, answer func(store.DriftEventBatch) (*store.IdempotencyCompletion, error)) (store.DriftEventBatch, error) {
 	var batch store.DriftEventBatch
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		if err := s.lockKey(ctx, tx, "drift_events "+accountID+" "+string(mode)+" "+agentID); err != nil {
@@ -51,8 +51,11 @@ func (s *Store) AddDriftEvents(ctx context.Context, accountID string, mode store
 			batch.Accepted += int(n)
 		}
 		batch.Duplicates = len(events) - batch.Accepted
-		return tx.QueryRowContext(ctx, s.rebind(`SELECT COUNT(*) FROM drift_events
-			WHERE account_id = ? AND mode = ? AND agent_id = ?`), accountID, string(mode), agentID).Scan(&batch.Total)
+		if err := tx.QueryRowContext(ctx, s.rebind(`SELECT COUNT(*) FROM drift_events
+			WHERE account_id = ? AND mode = ? AND agent_id = ?`), accountID, string(mode), agentID).Scan(&batch.Total); err != nil {
+			return fmt.Errorf("count events: %w", err)
+		}
+		return answerIn(ctx, s, tx, answer, batch)
 	})
 	if err != nil {
 		return store.DriftEventBatch{}, fmt.Errorf("store add drift events of %s: %w", agentID, err)

@@ -78,7 +78,7 @@ func (s *Store) createEvent(ctx context.Context, tx *sql.Tx, ev store.Event) ([]
 
 // CreateEventFor inserts ev and one pending delivery to the endpoint endpointID of ev's account
 // and mode, whatever it subscribes to and whatever its status; ErrNotFound if there is none.
-func (s *Store) CreateEventFor(ctx context.Context, ev store.Event, endpointID string) (store.Delivery, error) {
+func (s *Store) CreateEventFor(ctx context.Context, ev store.Event, endpointID string, answer func(store.Delivery) (*store.IdempotencyCompletion, error)) (store.Delivery, error) {
 	var d store.Delivery
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var found string
@@ -95,7 +95,10 @@ func (s *Store) CreateEventFor(ctx context.Context, ev store.Event, endpointID s
 			return err
 		}
 		d = newDelivery(ev, endpointID)
-		return s.insertDelivery(ctx, tx, d)
+		if err := s.insertDelivery(ctx, tx, d); err != nil {
+			return err
+		}
+		return answerIn(ctx, s, tx, answer, d)
 	})
 	if err != nil {
 		return store.Delivery{}, fmt.Errorf("store create event %s for endpoint %s: %w", ev.ID, endpointID, err)

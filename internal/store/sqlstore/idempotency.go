@@ -113,6 +113,20 @@ func (s *Store) completeIn(ctx context.Context, tx execer, c *store.IdempotencyC
 	return s.completeIdempotent(ctx, tx, *c)
 }
 
+// answerIn completes, in the transaction tx, the completion that answer builds from the
+// write's result, for writes whose answer depends on it (AddDriftEvents' counts,
+// CreateEventFor's delivery). A nil answer, or one that returns nil, completes nothing.
+func answerIn[R any](ctx context.Context, s *Store, tx execer, answer func(R) (*store.IdempotencyCompletion, error), result R) error {
+	if answer == nil {
+		return nil
+	}
+	done, err := answer(result)
+	if err != nil {
+		return fmt.Errorf("answer of the write: %w", err)
+	}
+	return s.completeIn(ctx, tx, done)
+}
+
 // RenewIdempotent moves the lock time of the in-flight record held by token to now, which
 // keeps BeginIdempotent from reclaiming it for another lease.
 func (s *Store) RenewIdempotent(ctx context.Context, k store.IdempotencyKey, token string, now time.Time) error {

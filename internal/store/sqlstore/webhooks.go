@@ -19,7 +19,7 @@ const endpointColumns = `id, account_id, mode, url, events, secret, secret_key_i
 // The count and the insert are atomic: on PostgreSQL a transaction-level lock on the account
 // and mode makes concurrent creates take turns (each counts what the previous one committed);
 // on SQLite the write transaction itself excludes every other writer.
-func (s *Store) CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, max int) error {
+func (s *Store) CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, max int, done *store.IdempotencyCompletion) error {
 	events, err := joinEvents(e.Events)
 	if err != nil {
 		return fmt.Errorf("store create webhook endpoint %s: %w", e.ID, err)
@@ -44,7 +44,10 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoi
 		if err != nil && s.dialect.IsUniqueViolation(err) {
 			return fmt.Errorf("%w (%v)", store.ErrConflict, err)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return s.completeIn(ctx, tx, done)
 	})
 	if err != nil {
 		return fmt.Errorf("store create webhook endpoint %s: %w", e.ID, err)

@@ -163,7 +163,7 @@ func testDriftEvents(t *testing.T, s store.Store) {
 	// Timestamps with nanoseconds: windows must compare them exactly.
 	at := func(i int) time.Time { return t0.Add(time.Duration(i)*time.Minute + 123_456_789) }
 	first := []store.DriftEvent{driftEvent("e1", at(3)), driftEvent("e2", at(1)), driftEvent("", at(2)), driftEvent("e1", at(9)), driftEvent("", at(2))}
-	got, err := s.AddDriftEvents(ctx, acct, store.ModeLive, "agent_7", first)
+	got, err := s.AddDriftEvents(ctx, acct, store.ModeLive, "agent_7", first, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func testDriftEvents(t *testing.T, s store.Store) {
 		t.Errorf("first batch = %+v, want %+v", got, want)
 	}
 	second := []store.DriftEvent{driftEvent("e2", at(5)), driftEvent("e3", at(4))}
-	got, err = s.AddDriftEvents(ctx, acct, store.ModeLive, "agent_7", second)
+	got, err = s.AddDriftEvents(ctx, acct, store.ModeLive, "agent_7", second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func testDriftEvents(t *testing.T, s store.Store) {
 		acct, agent string
 		mode        store.Mode
 	}{{acct, "agent_8", store.ModeLive}, {acct, "agent_7", store.ModeTest}, {ident.New("acct"), "agent_7", store.ModeLive}} {
-		got, err := s.AddDriftEvents(ctx, o.acct, o.mode, o.agent, second)
+		got, err := s.AddDriftEvents(ctx, o.acct, o.mode, o.agent, second, nil)
 		if err != nil || got.Accepted != 2 || got.Total != 2 {
 			t.Errorf("AddDriftEvents(%s, %s, %s) = %+v, %v; want 2 accepted of 2", o.acct, o.mode, o.agent, got, err)
 		}
@@ -244,7 +244,7 @@ func testDriftEventsConcurrent(t *testing.T, s store.Store) {
 				j := (i*7 + c*131) % ids
 				batch = append(batch, driftEvent(fmt.Sprintf("e%d", j), t0.Add(time.Duration(j)*time.Second)))
 			}
-			got, err := s.AddDriftEvents(ctx, acct, store.ModeLive, "agent_c", batch)
+			got, err := s.AddDriftEvents(ctx, acct, store.ModeLive, "agent_c", batch, nil)
 			if err != nil {
 				t.Errorf("caller %d: %v", c, err)
 				return

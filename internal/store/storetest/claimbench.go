@@ -163,7 +163,7 @@ func seedDue(ctx context.Context, db BenchDB, endpoints, n int, from time.Time, 
 		if status == store.EndpointDisabled {
 			e.Status, e.DisabledReason = store.EndpointDisabled, store.DisabledByUser
 		}
-		if err := db.Store.CreateWebhookEndpoint(ctx, e, store.MaxEndpointsPerMode); err != nil {
+		if err := db.Store.CreateWebhookEndpoint(ctx, e, store.MaxEndpointsPerMode, nil); err != nil {
 			return nil, err
 		}
 		first := from.UnixMilli() + int64(k)
@@ -179,7 +179,7 @@ func seedDue(ctx context.Context, db BenchDB, endpoints, n int, from time.Time, 
 // `from` on.
 func seedFinished(ctx context.Context, db BenchDB, n int, from time.Time) error {
 	e := newEndpoint(ident.New("acct"), store.ModeLive, store.AllEvents)
-	if err := db.Store.CreateWebhookEndpoint(ctx, e, store.MaxEndpointsPerMode); err != nil {
+	if err := db.Store.CreateWebhookEndpoint(ctx, e, store.MaxEndpointsPerMode, nil); err != nil {
 		return err
 	}
 	return insertDeliveries(ctx, db, e, n, "succeeded", from.UnixMilli(), 1)

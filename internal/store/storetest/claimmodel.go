@@ -52,7 +52,7 @@ func testClaimMatchesModel(t *testing.T, s store.Store) {
 	)
 	add := func(e store.WebhookEndpoint, at time.Time) {
 		t.Helper()
-		d, err := s.CreateEventFor(ctx, newEvent(e.AccountID, e.Mode, kindDrift, at), e.ID)
+		d, err := s.CreateEventFor(ctx, newEvent(e.AccountID, e.Mode, kindDrift, at), e.ID, nil)
 		if err != nil {
 			t.Fatalf("CreateEventFor: %v", err)
 		}
@@ -217,7 +217,7 @@ func testClaimTies(t *testing.T, s store.Store) {
 	for range 3 {
 		e := mustCreateEndpoint(t, s, newEndpoint(ident.New("acct"), store.ModeLive, store.AllEvents))
 		for range 6 {
-			d, err := s.CreateEventFor(ctx, newEvent(e.AccountID, e.Mode, kindDrift, t0), e.ID)
+			d, err := s.CreateEventFor(ctx, newEvent(e.AccountID, e.Mode, kindDrift, t0), e.ID, nil)
 			if err != nil {
 				t.Fatalf("CreateEventFor: %v", err)
 			}

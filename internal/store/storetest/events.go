@@ -224,7 +224,7 @@ func testCreateEventFor(t *testing.T, s store.Store) {
 	bystander := mustCreateEndpoint(t, s, newEndpoint(acct, store.ModeTest, store.AllEvents))
 
 	ev := newEvent(acct, store.ModeTest, kindTest, t0)
-	d, err := s.CreateEventFor(ctx, ev, target.ID)
+	d, err := s.CreateEventFor(ctx, ev, target.ID, nil)
 	if err != nil {
 		t.Fatalf("CreateEventFor: %v", err)
 	}
@@ -255,7 +255,7 @@ func testCreateEventFor(t *testing.T, s store.Store) {
 		"other account":    {ident.New("acct"), store.ModeTest, target.ID},
 	} {
 		ev := newEvent(tc.accountID, tc.mode, kindTest, t0)
-		if _, err := s.CreateEventFor(ctx, ev, tc.endpointID); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.CreateEventFor(ctx, ev, tc.endpointID, nil); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: CreateEventFor error = %v, want ErrNotFound", name, err)
 		}
 		if _, err := s.Event(ctx, ev.AccountID, ev.Mode, ev.ID); !errors.Is(err, store.ErrNotFound) {

@@ -173,7 +173,7 @@ func testIdempotencyPurge(t *testing.T, s store.Store) {
 }
 
 // idempotentWrites are the writes that can complete an Idempotency-Key in their transaction:
-// each stores one new object of acct (test mode) and reports how many objects acct has.
+// each stores new objects of acct (test mode) and reports how many objects acct has.
 var idempotentWrites = []struct {
 	name  string
 	write func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error
@@ -193,6 +193,33 @@ var idempotentWrites = []struct {
 	{"QueueSimulation", func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error {
 		return s.QueueSimulation(ctx, newSimulation(acct, store.SimulationQueued, t0), 5, done)
 	}, countSimulations},
+	{"CreateWebhookEndpoint", func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error {
+		return s.CreateWebhookEndpoint(ctx, newEndpoint(acct, store.ModeTest, kindDrift), store.MaxEndpointsPerMode, done)
+	}, func(ctx context.Context, s store.Store, acct string) (int64, error) {
+		p, err := s.ListWebhookEndpoints(ctx, acct, store.ModeTest, store.PageQuery{Limit: 1})
+		return p.TotalCount, err
+	}},
+	// Events without an id are the ones a second execution would store twice.
+	{"AddDriftEvents", func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error {
+		events := []store.DriftEvent{{Timestamp: t0, Payload: []byte(`{}`)}, {Timestamp: t0.Add(time.Second), Payload: []byte(`{}`)}}
+		_, err := s.AddDriftEvents(ctx, acct, store.ModeTest, "agent_1", events, func(store.DriftEventBatch) (*store.IdempotencyCompletion, error) { return done, nil })
+		return err
+	}, func(ctx context.Context, s store.Store, acct string) (int64, error) {
+		return s.CountDriftEvents(ctx, acct, store.ModeTest, "agent_1")
+	}},
+	// The endpoint is created first, without the key: the write under test is the event and
+	// its delivery.
+	{"CreateEventFor", func(ctx context.Context, s store.Store, acct string, done *store.IdempotencyCompletion) error {
+		e := newEndpoint(acct, store.ModeTest, kindDrift)
+		if err := s.CreateWebhookEndpoint(ctx, e, store.MaxEndpointsPerMode, nil); err != nil {
+			return err
+		}
+		_, err := s.CreateEventFor(ctx, newEvent(acct, store.ModeTest, kindDrift, t0), e.ID, func(store.Delivery) (*store.IdempotencyCompletion, error) { return done, nil })
+		return err
+	}, func(ctx context.Context, s store.Store, acct string) (int64, error) {
+		p, err := s.ListEvents(ctx, acct, store.ModeTest, "", store.PageQuery{Limit: 1})
+		return p.TotalCount, err
+	}},
 }
 
 func countSimulations(ctx context.Context, s store.Store, acct string) (int64, error) {

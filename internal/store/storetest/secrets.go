@@ -214,7 +214,7 @@ func UseWebhookSecrets(t testing.TB, s store.Store) []string {
 	for _, secret := range secrets[:2] {
 		e := newEndpoint(acct, store.ModeLive, store.AllEvents)
 		e.Secret, e.CreatedAt, e.UpdatedAt = secret, now, now
-		if err := s.CreateWebhookEndpoint(ctx, e, store.MaxEndpointsPerMode); err != nil {
+		if err := s.CreateWebhookEndpoint(ctx, e, store.MaxEndpointsPerMode, nil); err != nil {
 			t.Fatal(err)
 		}
 		endpoints = append(endpoints, e)

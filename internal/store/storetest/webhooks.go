@@ -31,7 +31,7 @@ func newEndpoint(accountID string, mode store.Mode, events ...string) store.Webh
 // mustCreateEndpoint creates e under the service's limit and returns it.
 func mustCreateEndpoint(t *testing.T, s store.Store, e store.WebhookEndpoint) store.WebhookEndpoint {
 	t.Helper()
-	if err := s.CreateWebhookEndpoint(context.Background(), e, store.MaxEndpointsPerMode); err != nil {
+	if err := s.CreateWebhookEndpoint(context.Background(), e, store.MaxEndpointsPerMode, nil); err != nil {
 		t.Fatalf("CreateWebhookEndpoint(%s): %v", e.ID, err)
 	}
 	return e
@@ -205,11 +205,11 @@ func testEndpointRoundTrip(t *testing.T, s store.Store) {
 	}
 	checkEndpoint(t, mustEndpoint(t, s, several), want)
 
-	if err := s.CreateWebhookEndpoint(ctx, all, store.MaxEndpointsPerMode); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreateWebhookEndpoint(ctx, all, store.MaxEndpointsPerMode, nil); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("CreateWebhookEndpoint(existing id) error = %v, want ErrConflict", err)
 	}
 	bad := newEndpoint(acct, store.ModeLive, "drift.shadow_detected cascade.simulation_completed")
-	if err := s.CreateWebhookEndpoint(ctx, bad, store.MaxEndpointsPerMode); err == nil {
+	if err := s.CreateWebhookEndpoint(ctx, bad, store.MaxEndpointsPerMode, nil); err == nil {
 		t.Errorf("CreateWebhookEndpoint with an event kind holding a space succeeded; it would read back as two kinds")
 	}
 
@@ -311,7 +311,7 @@ func EndpointLimitRace(t *testing.T, callers int, stores ...store.Store) {
 		endpoints[i] = newEndpoint(acct, store.ModeLive, store.AllEvents)
 		wg.Go(func() {
 			<-start
-			errs[i] = stores[i%len(stores)].CreateWebhookEndpoint(ctx, endpoints[i], max)
+			errs[i] = stores[i%len(stores)].CreateWebhookEndpoint(ctx, endpoints[i], max, nil)
 		})
 	}
 	close(start)
@@ -342,14 +342,14 @@ func EndpointLimitRace(t *testing.T, callers int, stores ...store.Store) {
 	if !slices.Equal(sorted(ids...), sorted(winners...)) {
 		t.Errorf("listed endpoints %v, want the %d that were created", ids, len(winners))
 	}
-	if err := stores[0].CreateWebhookEndpoint(ctx, newEndpoint(acct, store.ModeLive, kindDrift), max); !errors.Is(err, store.ErrLimitReached) {
+	if err := stores[0].CreateWebhookEndpoint(ctx, newEndpoint(acct, store.ModeLive, kindDrift), max, nil); !errors.Is(err, store.ErrLimitReached) {
 		t.Errorf("create beyond the limit: error = %v, want ErrLimitReached", err)
 	}
 	// The limit is per mode (and account): the test mode of the same account starts empty.
-	if err := stores[0].CreateWebhookEndpoint(ctx, newEndpoint(acct, store.ModeTest, kindDrift), max); err != nil {
+	if err := stores[0].CreateWebhookEndpoint(ctx, newEndpoint(acct, store.ModeTest, kindDrift), max, nil); err != nil {
 		t.Errorf("first test-mode endpoint of a full live account: %v", err)
 	}
-	if err := stores[0].CreateWebhookEndpoint(ctx, newEndpoint(ident.New("acct"), store.ModeLive, kindDrift), max); err != nil {
+	if err := stores[0].CreateWebhookEndpoint(ctx, newEndpoint(ident.New("acct"), store.ModeLive, kindDrift), max, nil); err != nil {
 		t.Errorf("first endpoint of another account: %v", err)
 	}
 }
