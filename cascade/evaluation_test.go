@@ -34,7 +34,8 @@ func TestGenerateDeterministic(t *testing.T) {
 		if err := jsonv2.Unmarshal(ja, &back, jsonv2.RejectUnknownMembers(true)); err != nil {
 			t.Fatalf("%s: %v", sc, err)
 		}
-		if !reflect.DeepEqual(back, a) {
+		// Compared as JSON: the decoded network also records that it was sent.
+		if again, _ := json.Marshal(back); !bytes.Equal(again, ja) {
 			t.Errorf("%s: request does not round-trip", sc)
 		}
 		if err := back.Validate(); err != nil {

@@ -94,6 +94,9 @@ type Edge struct {
 type Network struct {
 	Nodes []Node `json:"nodes"`
 	Edges []Edge `json:"edges"`
+	// decoded records that the network was sent in JSON, even as {}: a request without one
+	// is told that "network" is missing, one with an empty one that "network.nodes" is.
+	decoded bool
 }
 
 // ScenarioSpec is one requested scenario; which fields apply depends on Type.

@@ -179,6 +179,9 @@ func compile(in *Input) (*spec, error) {
 	s := &spec{built: &builtNetwork{}}
 	nodes, edges := in.Network.Nodes, in.Network.Edges
 	n := len(nodes)
+	if n == 0 && nodes == nil && in.Network.Edges == nil && !in.Network.decoded {
+		return nil, engine.Invalid(CodeInvalidNetwork, "network", "object (nodes and edges)", "missing", "network is required: an object with nodes and edges.")
+	}
 	if n == 0 {
 		rec := "array"
 		if nodes == nil {

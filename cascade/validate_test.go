@@ -70,6 +70,7 @@ func TestValidationErrors(t *testing.T) {
 		received string
 	}{
 		{"no nodes", func(in *Input) { in.Network.Nodes = nil }, CodeInvalidNetwork, "network.nodes", "missing"},
+		{"no network", func(in *Input) { in.Network = Network{} }, CodeInvalidNetwork, "network", "missing"},
 		{"empty id", func(in *Input) { in.Network.Nodes[1].ID = "" }, CodeInvalidNetwork, "network.nodes[1].id", "missing"},
 		{"duplicate id", func(in *Input) { in.Network.Nodes[2].ID = "a" }, CodeInvalidNetwork, "network.nodes[2].id", "string"},
 		{"negative capital", func(in *Input) { in.Network.Nodes[0].Capital = ptr(-1.0) }, CodeInvalidNetwork, "network.nodes[0].capital", "number"},

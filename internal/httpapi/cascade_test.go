@@ -86,7 +86,10 @@ func TestCascadeValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, nil)
 	cases := []struct{ body, code, field string }{
-		{`{}`, "INVALID_NETWORK", "network.nodes"},
+		{`{}`, "INVALID_NETWORK", "network"},
+		{`{"network": null}`, "INVALID_NETWORK", "network"},
+		{`{"network": {}}`, "INVALID_NETWORK", "network.nodes"},
+		{`{"network": {"edges": []}}`, "INVALID_NETWORK", "network.nodes"},
 		{`{"network": {"nodes": [{"id": "a"}], "edges": [{"source": "a", "target": "zz"}]}}`, "INVALID_NETWORK", "network.edges[0].target"},
 		{`{"network": {"nodes": [{"id": "a"}, {"id": "a"}], "edges": []}}`, "INVALID_NETWORK", "network.nodes[1].id"},
 		{`{"network": {"nodes": [{"id": "a", "capital": -1}], "edges": []}}`, "INVALID_NETWORK", "network.nodes[0].capital"},
