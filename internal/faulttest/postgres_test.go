@@ -76,14 +76,7 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 	if len(missing) > 0 || rcv.forged > 0 || events == 0 {
 		t.Errorf("webhooks: %d of %d events never delivered (%v), %d deliveries failed verification", len(missing), events, missing, rcv.forged)
 	}
-	for k, id := range ids {
-		if status := get(t, url(), key, "/v1/drift/analyses/"+id); status != http.StatusOK {
-			t.Errorf("key %s: analysis %s answered but reads %d", k, id, status)
-		}
-	}
-	if total := totalCount(t, url(), key, "/v1/drift/analyses"); total != len(ids) {
-		t.Errorf("%d analyses stored for %d keys: a key ran twice or an answer was lost", total, len(ids))
-	}
+	checkReadBack(t, url(), key, "/v1/drift/analyses", ids)
 	// Background simulations: each completes once, within the leases of the killed processes.
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, id := range sims {

@@ -100,14 +100,7 @@ func TestKillNineOnTheEmbeddedStore(t *testing.T) {
 	<-done
 	ids := h.check(t)
 	t.Logf("%d kills in %v", kills, duration)
-	for k, id := range ids {
-		if status := get(t, srv.URL(), key, "/v1/drift/analyses/"+id); status != http.StatusOK {
-			t.Errorf("key %s: analysis %s answered but reads %d", k, id, status)
-		}
-	}
-	if total := totalCount(t, srv.URL(), key, "/v1/drift/analyses"); total != len(ids) {
-		t.Errorf("%d analyses stored for %d keys: a key ran twice or an answer was lost", total, len(ids))
-	}
+	checkReadBack(t, srv.URL(), key, "/v1/drift/analyses", ids)
 }
 
 // integrityCheck runs PRAGMA integrity_check on the database file of a stopped process.
