@@ -29,7 +29,13 @@ type manifests struct {
 // kind that appears twice.
 func render(t *testing.T) *manifests {
 	t.Helper()
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), ".")
+	return renderDir(t, filesys.MakeFsOnDisk(), ".")
+}
+
+// renderDir is render of the kustomization in dir of fs.
+func renderDir(t *testing.T, fs filesys.FileSystem, dir string) *manifests {
+	t.Helper()
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, dir)
 	if err != nil {
 		t.Fatalf("kustomize build: %v", err)
 	}
