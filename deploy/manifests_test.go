@@ -321,6 +321,11 @@ func TestSettingsAreOnesTheBinaryReads(t *testing.T) {
 
 	// The references kustomize rewrote to the generated (hashed) names resolve.
 	pod := m.deployment.Spec.Template.Spec
+	// Service links would add RISKAPI_PORT, RISKAPI_SERVICE_HOST… for the Service riskapi,
+	// names in the binary's own namespace that nothing here sets.
+	if pod.EnableServiceLinks == nil || *pod.EnableServiceLinks {
+		t.Error("set enableServiceLinks: false: the Service riskapi would add RISKAPI_* variables to every pod")
+	}
 	serve := container(t, pod.Containers, "riskapi")
 	var fromConfig, fromSecret bool
 	for _, from := range serve.EnvFrom {
