@@ -47,8 +47,18 @@ const (
 	// pair, and its visits by the rotation test (0.2 to 13 per message in generated
 	// cartels; at most maxCommWork, 5 million, in all). Fitted 369 ns.
 	nsPerMessage = 369
-	// nsPerBid: validating a bid, the tender screens and the ring search. Fitted 582 ns.
+	// nsPerBid: validating a bid and the tender screens. Fitted 582 ns.
 	nsPerBid = 582
+	// nsPerTriple: one triple screen of the ring search (a tender's triples among its
+	// lowest maxTripleBids bids: an RD p-value and a map entry). Set from the 20,000-tender
+	// markets' profile, 60 ns.
+	nsPerTriple = 60
+	// nsPerRingVisit: one bid visited by a subset screen of the greedy ring search (at most
+	// maxRingVisits per analysis; ringVisitsPerBid per bid below that). 30 ns.
+	nsPerRingVisit = 30
+	// ringVisitsPerBid: subset-screen visits per bid in markets below the bound (measured
+	// 100–300 on the evaluation's 20–100-tender markets).
+	ringVisitsPerBid = 200
 )
 
 // Memory constants of the cost model: bytes held at the peak of validation and analysis per
@@ -106,7 +116,7 @@ func Estimate(in Input) (engine.Cost, error) {
 		d.regime*nsPerRegimeStep + d.pairCells*nsPerPairProduct +
 		float64(d.divRows)*nsPerDivisionRow + float64(d.divCells)*nsPerDivisionCell
 	msgNanos := float64(d.messages) * nsPerMessage
-	bidNanos := float64(d.bids) * nsPerBid
+	bidNanos := float64(d.bids)*nsPerBid + d.triples*nsPerTriple + d.ringVisits*nsPerRingVisit
 	field := "observations"
 	switch {
 	case bidNanos > obsNanos && bidNanos >= msgNanos:
@@ -146,6 +156,8 @@ type costDrivers struct {
 	messages    int     // communications
 	bids        int     // bids
 	tenders     int     // usable tenders
+	triples     float64 // Σ C(min(n, maxTripleBids), 3) over usable tenders: the ring search's triple screens
+	ringVisits  float64 // bids visited by the greedy ring search: min(maxRingVisits, ringVisitsPerBid × bids)
 }
 
 // drivers counts v's cost drivers in time linear in the input (a binary search per firm
@@ -154,6 +166,11 @@ func drivers(v *input) costDrivers {
 	d := costDrivers{obs: len(v.rows), firms: len(v.firms), periods: len(v.keys), messages: len(v.msgs), tenders: len(v.tenders)}
 	for _, t := range v.tenders {
 		d.bids += len(t.bids)
+		n := float64(min(len(t.bids), maxTripleBids))
+		d.triples += n * (n - 1) * (n - 2) / 6
+	}
+	if len(v.tenders) >= minTenders {
+		d.ringVisits = math.Min(maxRingVisits, ringVisitsPerBid*float64(d.bids))
 	}
 	for _, r := range v.rows {
 		if r.seg >= 0 && !math.IsNaN(r.qty) {
