@@ -41,7 +41,7 @@ var (
 	bidTarget = bidTargets{detected: 0.95, exact: 0.90, falseAlarms: 0.03}
 	// bidFloor is what the method reaches today on the quick run's markets, less a margin:
 	// a change that falls below it is a regression.
-	bidFloor = bidTargets{detected: 0.85, exact: 0.75, falseAlarms: 0.03}
+	bidFloor = bidTargets{detected: 0.90, exact: 0.85, falseAlarms: 0.03}
 )
 
 type bidEvalRow struct {
@@ -104,11 +104,13 @@ var bidTuned = bidEvalSet{name: "tuned", seedBase: 90_000_000, rows: []bidEvalRo
 	}},
 }}
 
-// heldBids widens every range and uses other seeds: rings of 3–6 among 5–12 firms over
+// stressBids widens every range and uses other seeds: rings of 3–6 among 5–12 firms over
 // 20–100 tenders, covers by 50–100 % of the members with gaps up to 12 % and spreads of
 // 1–4 %, outsiders in 5–60 % of the tenders, tender noise 3–10 %; competitive dispersion
-// 5–14 %; capacity penalties 3–30 % with backlogs decaying 0.2–0.9 among 4–12 firms.
-var heldBids = bidEvalSet{name: "held-out", seedBase: 97_000_000, rows: []bidEvalRow{
+// 5–14 %; capacity penalties 3–30 % with backlogs decaying 0.2–0.9 among 4–12 firms. It was
+// run while the method was developed (it showed the outsiders that joined the ring, which
+// led to the participation floor).
+var stressBids = bidEvalSet{name: "stress", seedBase: 97_000_000, rows: []bidEvalRow{
 	{"ring of 3", ScenarioBidRigging, func(r *rand.Rand) GenParams {
 		p := heldRing(r)
 		p.RingSize = 3
@@ -145,6 +147,54 @@ var heldBids = bidEvalSet{name: "held-out", seedBase: 97_000_000, rows: []bidEva
 			CapacityDecay: inU(r, 0.2, 0.9), CostSpread: inU(r, 0.02, 0.08)}
 	}},
 }}
+
+// heldOutBids was fixed after the method was frozen and run once: other seeds, and ranges
+// that differ from both runs above: rings of 3–6 among 5–10 firms over 20–80 tenders that
+// rig 50–100 % of them, covers by 55–95 % of the members with gaps of 2 % up to 3–11 % and
+// spreads of 1–3.5 %, outsiders in 5–50 % of the tenders, tender noise 4–12 %, strict or
+// random rotation; competitive dispersion 4–14 % with tender noise 6–14 %
+// among 4–10 firms; capacity penalties 3–30 %, backlogs decaying 0.2–0.9, noise 3–10 %.
+var heldOutBids = bidEvalSet{name: "held-out", seedBase: 131_000_000, rows: []bidEvalRow{
+	{"ring of 3", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := finalRing(r)
+		p.RingSize, p.CoverShare, p.OutsiderRate = 3, 1, 0
+		return p
+	}},
+	{"partial covers 55–95 %", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := finalRing(r)
+		p.CoverShare, p.OutsiderRate = inU(r, 0.55, 0.95), 0
+		return p
+	}},
+	{"outsiders 5–50 %", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := finalRing(r)
+		p.CoverShare = 1
+		return p
+	}},
+	{"random rotation", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := finalRing(r)
+		p.CoverShare, p.OutsiderRate, p.RandomRotation = 1, 0, true
+		return p
+	}},
+	{"all combined", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := finalRing(r)
+		p.CoverShare, p.RandomRotation = inU(r, 0.55, 0.95), true
+		return p
+	}},
+	{"competitive 4–14 % (negative)", ScenarioCompetitiveTenders, func(r *rand.Rand) GenParams {
+		return GenParams{Firms: 4 + r.IntN(7), Tenders: 20 + r.IntN(61), CostSpread: inU(r, 0.04, 0.14), TenderNoise: inU(r, 0.06, 0.14)}
+	}},
+	{"capacity-constrained (negative)", ScenarioCapacityTenders, func(r *rand.Rand) GenParams {
+		return GenParams{Firms: 4 + r.IntN(7), Tenders: 20 + r.IntN(61), CapacityPenalty: inU(r, 0.03, 0.3),
+			CapacityDecay: inU(r, 0.2, 0.9), TenderNoise: inU(r, 0.03, 0.1)}
+	}},
+}}
+
+func finalRing(r *rand.Rand) GenParams {
+	return GenParams{Firms: 5 + r.IntN(6), Tenders: 20 + r.IntN(61), RingSize: 3 + r.IntN(4),
+		OutsiderRate: inU(r, 0.1, 0.5), OutsiderRateMin: 0.05, RiggedShare: inU(r, 0.5, 1),
+		CoverGap: inU(r, 0.03, 0.11), CoverSpread: inU(r, 0.01, 0.035), TenderNoise: inU(r, 0.04, 0.12),
+		RandomRotation: r.IntN(2) == 0}
+}
 
 func heldRing(r *rand.Rand) GenParams {
 	return GenParams{Firms: 5 + r.IntN(8), Tenders: 20 + r.IntN(81), RingSize: 3 + r.IntN(4),
@@ -299,7 +349,7 @@ func TestBidRingEvaluation(t *testing.T) {
 	if os.Getenv("CONVERGENCE_BID_EVAL") == "full" {
 		count, want = bidEvalFull, bidTarget
 	}
-	for _, s := range []bidEvalSet{bidTuned, heldBids} {
+	for _, s := range []bidEvalSet{bidTuned, stressBids, heldOutBids} {
 		ts := runBidEval(t, s, count)
 		t.Log("\n" + bidEvalTable(s, ts))
 		checkBidEval(t, s, ts, want)

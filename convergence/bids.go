@@ -184,7 +184,7 @@ func analyseBids(v *input, alphaB float64, stop *stopper) *bidStats {
 		}
 	}
 	rs := newRingSearch(v, stop)
-	best, p := rs.find()
+	best, p := rs.find(alphaB)
 	if stop.err != nil || len(best.firms) < 3 {
 		return bs
 	}

@@ -59,6 +59,10 @@ const (
 	// ringVisitsPerBid: subset-screen visits per bid in markets below the bound (measured
 	// 100–300 on the evaluation's 20–100-tender markets).
 	ringVisitsPerBid = 200
+	// nsPerSimUnit: one unit (a bid visited or a triple screened) of the ring search's null
+	// draws, allocations of the draw included; measured 50–75 ns on markets of 285–1,251
+	// bids.
+	nsPerSimUnit = 60
 )
 
 // Memory constants of the cost model: bytes held at the peak of validation and analysis per
@@ -116,7 +120,7 @@ func Estimate(in Input) (engine.Cost, error) {
 		d.regime*nsPerRegimeStep + d.pairCells*nsPerPairProduct +
 		float64(d.divRows)*nsPerDivisionRow + float64(d.divCells)*nsPerDivisionCell
 	msgNanos := float64(d.messages) * nsPerMessage
-	bidNanos := float64(d.bids)*nsPerBid + d.triples*nsPerTriple + d.ringVisits*nsPerRingVisit
+	bidNanos := float64(d.bids)*nsPerBid + d.triples*nsPerTriple + d.ringVisits*nsPerRingVisit + d.simUnits*nsPerSimUnit
 	field := "observations"
 	switch {
 	case bidNanos > obsNanos && bidNanos >= msgNanos:
@@ -158,6 +162,10 @@ type costDrivers struct {
 	tenders     int     // usable tenders
 	triples     float64 // Σ C(min(n, maxTripleBids), 3) over usable tenders: the ring search's triple screens
 	ringVisits  float64 // bids visited by the greedy ring search: min(maxRingVisits, ringVisitsPerBid × bids)
+	// simUnits bounds the ring's null draws (nullPValue), which run only when a ring's
+	// Bonferroni bound is inconclusive in a market of at most maxSimBids bids: the most they
+	// may do, min(maxSimWork, maxSimDraws × (triples + ringVisits)); 0 in larger markets.
+	simUnits float64
 }
 
 // drivers counts v's cost drivers in time linear in the input (a binary search per firm
@@ -171,6 +179,9 @@ func drivers(v *input) costDrivers {
 	}
 	if len(v.tenders) >= minTenders {
 		d.ringVisits = math.Min(maxRingVisits, ringVisitsPerBid*float64(d.bids))
+		if d.bids <= maxSimBids {
+			d.simUnits = math.Min(maxSimWork, maxSimDraws*(d.triples+d.ringVisits))
+		}
 	}
 	for _, r := range v.rows {
 		if r.seg >= 0 && !math.IsNaN(r.qty) {

@@ -3,6 +3,7 @@ package convergence
 import (
 	"cmp"
 	"math"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -30,10 +31,29 @@ const (
 	// minOwnZ: Stouffer's Z of the subset screens over the tenders a member bids in must
 	// reach this (one-sided p ≈ 0.01), so a firm that only adds a few tenders does not join.
 	minOwnZ = 2.33
+	// minWinPeak: a member whose wins sum to less than minMemberZ (a member that also wins
+	// competitive tenders, which dilute its sum) still qualifies with one win at least this
+	// clear (p ≤ 0.2).
+	minWinPeak = 0.84
 	// minCoverZ: Stouffer's Z over the tenders a member covered must reach this (one-sided
 	// p ≈ 0.05): a cover bid sits in the tight cluster above the winner, while an outsider
 	// that undercuts the ring now and then bids anywhere when it does not.
-	minCoverZ = 1.64
+	minCoverZ = 1.28
+	// minParticipation: a member bids in at least this share of the median member's
+	// tenders (those with at least three members' bids).
+	minParticipation = 0.5
+	// minSimZ, maxSimBids, simExceed: a ring whose Bonferroni bound misses the level is
+	// calibrated by simulation (nullPValue) when its Z is at least minSimZ and the market has
+	// at most maxSimBids bids; the draws stop after simExceed null statistics reach the
+	// observed one.
+	minSimZ     = 2.0
+	maxSimBids  = 1500
+	simExceed   = 10
+	maxSimDraws = 399
+	// maxSimWork bounds the simulation: draws × the observed search's work (bids visited
+	// and triple screens, 20–60 ns each) must stay under it, ≈ 0.1–0.2 s at most; beyond it
+	// the Bonferroni bound stands.
+	maxSimWork = 4_000_000
 	// flagLevel: a tender with at least three members' bids is flagged when the RD p-value
 	// of the members' bids is at most this.
 	flagLevel = 0.25
@@ -52,18 +72,21 @@ type ringTender struct {
 // ringSearch holds the state of one search for the subset of firms whose bids show cover
 // bidding and rotation.
 type ringSearch struct {
-	ts       []ringTender
-	byFirm   [][]int32 // tenders of each firm
-	F        int
-	stamp    []int32 // per tender: last evaluation that touched it
-	epoch    int32
-	evals    int // subsets screened: the Bonferroni count
-	stop     *stopper
-	scratchX []float64
-	scratchI []int
-	cache    map[string]subsetScreen // screened subsets, so each counts once
-	visits   int                     // bids visited by subset screens
-	pos      []int32                 // per firm: its index in the subset being screened, or −1
+	ts         []ringTender
+	byFirm     [][]int32 // tenders of each firm
+	F          int
+	stamp      []int32 // per tender: last evaluation that touched it
+	epoch      int32
+	counted    map[string]bool // distinct subsets screened (triples included): the Bonferroni count
+	stop       *stopper
+	scratchX   []float64
+	scratchI   []int
+	cache      map[string]subsetScreen // screened subsets, so each counts once
+	visits     int                     // bids visited by subset screens
+	bids       int                     // bids in usable tenders
+	tripleWork int                     // triple screens computed
+	simWork    int                     // visits and triple screens of the null draws
+	pos        []int32                 // per firm: its index in the subset being screened, or −1
 }
 
 // spent reports whether the search's work bound is reached (or ctx ended).
@@ -85,6 +108,7 @@ type memberScreen struct {
 	covered int     // those where another member's bid was lower
 	winZ    float64 // Σ z of the tenders (≥ 3 members' bids) it won
 	winN    int     // their number
+	winMax  float64 // the largest z among them
 	sumZ    float64 // Σ z of the tenders (≥ 3 members' bids) it bid in
 	nZ      int     // their number
 	covZ    float64 // Σ z of those it covered
@@ -95,12 +119,17 @@ type memberScreen struct {
 // the pattern (Stouffer's Z over them ≥ minOwnZ), and it wins with the pattern (Σ z over its
 // wins ≥ minMemberZ) and covers (rotation).
 func (m *memberScreen) ok() bool {
-	return m.winN > 0 && m.winZ >= minMemberZ && m.covN > 0 && m.covZ/math.Sqrt(float64(m.covN)) >= minCoverZ &&
+	return m.wins() && m.covN > 0 && m.covZ/math.Sqrt(float64(m.covN)) >= minCoverZ &&
 		m.sumZ/math.Sqrt(float64(m.nZ)) >= minOwnZ
 }
 
+// wins reports whether the member wins with the pattern.
+func (m *memberScreen) wins() bool {
+	return m.winN > 0 && (m.winZ >= minMemberZ || m.winMax >= minWinPeak)
+}
+
 func newRingSearch(v *input, stop *stopper) *ringSearch {
-	rs := &ringSearch{F: len(v.bidFirms), stop: stop, cache: map[string]subsetScreen{}}
+	rs := &ringSearch{F: len(v.bidFirms), stop: stop, cache: map[string]subsetScreen{}, counted: map[string]bool{}}
 	rs.ts = make([]ringTender, len(v.tenders))
 	rs.byFirm = make([][]int32, rs.F)
 	for j := range v.tenders {
@@ -111,6 +140,7 @@ func newRingSearch(v *input, stop *stopper) *ringSearch {
 			rt.logs[k] = math.Log(b.amount)
 			rs.byFirm[b.firm] = append(rs.byFirm[b.firm], int32(j))
 		}
+		rs.bids += len(t.bids)
 		rs.ts[j] = rt
 	}
 	rs.pos = make([]int32, rs.F)
@@ -162,7 +192,7 @@ func (rs *ringSearch) screen(set []int32) subsetScreen {
 }
 
 func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
-	rs.evals++
+	rs.counted[keyOf(set)] = true
 	rs.epoch++
 	sc := subsetScreen{firms: slices.Clone(set), members: make([]memberScreen, len(set))}
 	for i, f := range set {
@@ -218,6 +248,9 @@ func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
 				if i == low {
 					ms.won++
 					if m >= 3 {
+						if ms.winN == 0 || z > ms.winMax {
+							ms.winMax = z
+						}
 						ms.winZ += z
 						ms.winN++
 					}
@@ -243,20 +276,34 @@ func (sc *subsetScreen) qualifies() bool {
 	if len(sc.firms) < 3 || sc.n < minRingTenders {
 		return false
 	}
+	floor := sc.participationFloor()
 	for i := range sc.members {
-		if !sc.members[i].ok() {
+		if !sc.members[i].ok() || float64(sc.members[i].nZ) < floor {
 			return false
 		}
 	}
 	return true
 }
 
+// participationFloor is the fewest tenders (with at least three members' bids) a member
+// must bid in: minParticipation × the members' median. An outsider that joined a few of
+// the ring's tenders and undercut it there looks like a winner with covers in them, but it
+// is absent from most of the ring's tenders.
+func (sc *subsetScreen) participationFloor() float64 {
+	ns := make([]float64, len(sc.members))
+	for i, m := range sc.members {
+		ns[i] = float64(m.nZ)
+	}
+	return minParticipation * median(ns)
+}
+
 // weakest is the member with the smallest win evidence (the first to drop), or −1 when
 // every member meets the rotation conditions.
 func (sc *subsetScreen) weakest() int {
 	w := -1
+	floor := sc.participationFloor()
 	for i := range sc.members {
-		if m := &sc.members[i]; !m.ok() && (w < 0 || m.sumZ < sc.members[w].sumZ) {
+		if m := &sc.members[i]; (!m.ok() || float64(m.nZ) < floor) && (w < 0 || m.sumZ < sc.members[w].sumZ) {
 			w = i
 		}
 	}
@@ -297,6 +344,7 @@ func (rs *ringSearch) triples() []tripleScore {
 		for a := 0; a < len(bs); a++ {
 			for b := a + 1; b < len(bs); b++ {
 				for c := b + 1; c < len(bs); c++ {
+					rs.tripleWork++
 					xs = [3]float64{bs[a].x, bs[b].x, bs[c].x}
 					z := rdZ(xs[:])
 					key := [3]int32{bs[a].f, bs[b].f, bs[c].f}
@@ -317,7 +365,9 @@ func (rs *ringSearch) triples() []tripleScore {
 			out = append(out, *s)
 		}
 	}
-	rs.evals += len(out)
+	for _, t := range out {
+		rs.counted[keyOf(t.key[:])] = true
+	}
 	z := func(s tripleScore) float64 { return s.sumZ / math.Sqrt(float64(s.n)) }
 	slices.SortFunc(out, func(a, b tripleScore) int {
 		if c := cmp.Compare(z(b), z(a)); c != 0 {
@@ -328,14 +378,30 @@ func (rs *ringSearch) triples() []tripleScore {
 	return out
 }
 
-// find searches for the ring: the best triples are grown greedily (add the firm that raises
-// Z most, while Z rises), pruned (drop a member whose removal raises Z, and members that do
-// not both win with the pattern and cover), and the qualifying subset with the highest Z
-// is returned with its family-wise p-value: Bonferroni over every subset screened.
-func (rs *ringSearch) find() (best subsetScreen, p float64) {
+// find searches for the ring (search) and returns it with its family-wise p-value:
+// Bonferroni over every distinct subset screened, or, when that bound is inconclusive in a
+// small market, the Monte Carlo p-value of the search's statistic under the competitive
+// null (nullPValue).
+func (rs *ringSearch) find(alpha float64) (best subsetScreen, p float64) {
+	best, found := rs.search()
+	if !found {
+		return subsetScreen{}, 1
+	}
+	p = math.Min(1, float64(len(rs.counted))*normalUpper(best.z))
+	if p > alpha && best.z >= minSimZ && rs.bids <= maxSimBids && rs.stop.err == nil &&
+		simDraws(alpha)*(rs.visits+rs.tripleWork) <= maxSimWork {
+		p = math.Min(p, rs.nullPValue(best.z, alpha))
+	}
+	return best, p
+}
+
+// search grows the best triples greedily (add the firm that raises Z most, while Z rises),
+// prunes them (drop a member whose removal raises Z, and members that fail the membership
+// conditions), and returns the qualifying subset with the highest Z.
+func (rs *ringSearch) search() (best subsetScreen, found bool) {
 	ts := rs.triples()
 	if rs.stop.err != nil || len(ts) == 0 {
-		return best, 1
+		return best, false
 	}
 	var pool []int32
 	for _, t := range ts {
@@ -348,11 +414,10 @@ func (rs *ringSearch) find() (best subsetScreen, p float64) {
 			break
 		}
 	}
-	found := false
 	seen := map[string]bool{}
 	for s := 0; s < min(ringSeeds, len(ts)); s++ {
 		if rs.stop.check() {
-			return best, 1
+			return best, false
 		}
 		if rs.visits >= maxRingVisits && found {
 			break
@@ -372,11 +437,59 @@ func (rs *ringSearch) find() (best subsetScreen, p float64) {
 			best, found = cur, true
 		}
 	}
-	if !found {
-		return subsetScreen{}, 1
+	return best, found
+}
+
+// nullPValue is the Monte Carlo p-value of the observed Z: the same search run on the same
+// tenders and bidders with every bid replaced by an independent standard normal log-bid
+// (the competitive null of the RD screen, which is scale-free, so no scale is needed), its
+// statistic the highest Z of a qualifying subset (−∞ when none qualifies). At most
+// min(⌈2/α⌉ − 1, maxSimDraws) draws (none when they cannot resolve α), stopping once simExceed draws reach the observed Z (Besag & Clifford
+// 1991: p = simExceed/draws then); otherwise p = (1 + exceedances)/(draws + 1). The draws
+// come from a fixed seed, so the analysis stays a function of its input.
+func (rs *ringSearch) nullPValue(z, alpha float64) float64 {
+	draws := simDraws(alpha)
+	if 1/float64(draws+1) > alpha {
+		return 1 // the level is beyond what the draws can resolve
 	}
-	p = math.Min(1, float64(rs.evals)*normalUpper(best.z))
-	return best, p
+	r := rand.New(rand.NewPCG(20261127, uint64(rs.bids)))
+	exceed := 0
+	for d := 1; d <= draws; d++ {
+		if rs.stop.check() {
+			return 1
+		}
+		null := rs.nullDraw(r)
+		if b, ok := null.search(); ok && b.z >= z {
+			exceed++
+			if exceed == simExceed {
+				return float64(exceed) / float64(d)
+			}
+		}
+		rs.simWork += null.visits + null.tripleWork
+		if rs.simWork > 2*maxSimWork {
+			return 1 // a null search far costlier than the observed one: inconclusive
+		}
+	}
+	return float64(1+exceed) / float64(draws+1)
+}
+
+// simDraws is the number of null draws for level alpha: min(⌈2/α⌉ − 1, maxSimDraws).
+func simDraws(alpha float64) int { return min(int(math.Ceil(2/alpha))-1, maxSimDraws) }
+
+// nullDraw is a copy of the search over the same tenders and bidders with standard normal
+// log-bids.
+func (rs *ringSearch) nullDraw(r *rand.Rand) *ringSearch {
+	n := &ringSearch{ts: make([]ringTender, len(rs.ts)), byFirm: rs.byFirm, F: rs.F, bids: rs.bids,
+		stop: &stopper{ctx: rs.stop.ctx}, cache: map[string]subsetScreen{}, counted: map[string]bool{},
+		pos: slices.Clone(rs.pos), stamp: slices.Clone(rs.stamp)}
+	for j, t := range rs.ts {
+		logs := make([]float64, len(t.logs))
+		for k := range logs {
+			logs[k] = r.NormFloat64()
+		}
+		n.ts[j] = ringTender{firms: t.firms, logs: logs}
+	}
+	return n
 }
 
 func keyOf(set []int32) string {
