@@ -53,6 +53,10 @@ const (
 	// lowest maxTripleBids bids: an RD p-value and a map entry). Set from the 20,000-tender
 	// markets' profile, 60 ns.
 	nsPerTriple = 60
+	// nsPerTripleKey: a distinct triple of the search (a new map entry, and its place in the
+	// sort of the triples by Z), on top of nsPerTriple. Set from the 25,000-tender, 200-firm
+	// market (213,000 distinct triples), 300 ns.
+	nsPerTripleKey = 300
 	// nsPerRingVisit: one bid visited by a subset screen of the greedy ring search (at most
 	// maxRingVisits per analysis; ringVisitsPerBid per bid below that). 30 ns.
 	nsPerRingVisit = 30
@@ -94,6 +98,10 @@ const (
 	// calibration's 4.5 to 5 bids, split by the sizes of their structures.
 	bytesPerBid    = 100
 	bytesPerTender = 300
+	// bytesPerTripleKey: a distinct triple of the ring search's map (its key, score and
+	// the map's overhead), counted as min(triple screens, C(bid firms, 3)). Set from the
+	// 25,000-tender, 200-firm market's peak.
+	bytesPerTripleKey = 80
 	// memoryMargin puts the estimate at 1.4 to 1.8 times the largest measured peak of the
 	// calibration markets: the estimate must cover the peak, and the peak moves with the
 	// collector's timing.
@@ -120,7 +128,8 @@ func Estimate(in Input) (engine.Cost, error) {
 		d.regime*nsPerRegimeStep + d.pairCells*nsPerPairProduct +
 		float64(d.divRows)*nsPerDivisionRow + float64(d.divCells)*nsPerDivisionCell
 	msgNanos := float64(d.messages) * nsPerMessage
-	bidNanos := float64(d.bids)*nsPerBid + d.triples*nsPerTriple + d.ringVisits*nsPerRingVisit + d.simUnits*nsPerSimUnit
+	bidNanos := float64(d.bids)*nsPerBid + d.triples*nsPerTriple + d.ringVisits*nsPerRingVisit + d.simUnits*nsPerSimUnit +
+		d.tripleKeys*nsPerTripleKey
 	field := "observations"
 	switch {
 	case bidNanos > obsNanos && bidNanos >= msgNanos:
@@ -135,7 +144,8 @@ func Estimate(in Input) (engine.Cost, error) {
 	bytes := float64(d.obs)*bytesPerObservation + float64(d.firmPeriods)*bytesPerFirmPeriod +
 		float64(d.firms)*bytesPerFirm + float64(d.periods)*bytesPerPeriod + pairs*bytesPerPair +
 		float64(d.divRows)*bytesPerDivisionRow + float64(d.divCells)*bytesPerDivisionCell +
-		float64(d.messages)*bytesPerMessage + float64(d.bids)*bytesPerBid + float64(d.tenders)*bytesPerTender
+		float64(d.messages)*bytesPerMessage + float64(d.bids)*bytesPerBid + float64(d.tenders)*bytesPerTender +
+		d.tripleKeys*bytesPerTripleKey
 	return engine.Cost{
 		CPU:    engine.PerUnit(1, obsNanos+msgNanos+bidNanos),
 		Memory: int64(math.Min(memoryMargin*bytes, math.MaxInt64/2)),
@@ -166,6 +176,9 @@ type costDrivers struct {
 	// Bonferroni bound is inconclusive in a market of at most maxSimBids bids: the most they
 	// may do, min(maxSimWork, maxSimDraws × (triples + ringVisits)); 0 in larger markets.
 	simUnits float64
+	// tripleKeys is the most distinct triples the ring search can hold:
+	// min(triples, C(bid firms, 3)).
+	tripleKeys float64
 }
 
 // drivers counts v's cost drivers in time linear in the input (a binary search per firm
@@ -179,6 +192,8 @@ func drivers(v *input) costDrivers {
 	}
 	if len(v.tenders) >= minTenders {
 		d.ringVisits = math.Min(maxRingVisits, ringVisitsPerBid*float64(d.bids))
+		bf := float64(len(v.bidFirms))
+		d.tripleKeys = math.Min(d.triples, bf*(bf-1)*(bf-2)/6)
 		if d.bids <= maxSimBids {
 			d.simUnits = math.Min(maxSimWork, maxSimDraws*(d.triples+d.ringVisits))
 		}
