@@ -343,8 +343,8 @@ func checkBidEval(t *testing.T, s bidEvalSet, ts []bidRowTally, want bidTargets)
 func TestBidRingEvaluation(t *testing.T) {
 	t.Parallel()
 	count, want := bidEvalQuick, bidFloor
-	if testing.Short() {
-		count = 20
+	if testing.Short() || raceEnabled {
+		count = 20 // the race detector slows the search about tenfold
 	}
 	if os.Getenv("CONVERGENCE_BID_EVAL") == "full" {
 		count, want = bidEvalFull, bidTarget
