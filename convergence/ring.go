@@ -477,11 +477,12 @@ func (rs *ringSearch) nullPValue(z, alpha float64) float64 {
 func simDraws(alpha float64) int { return min(int(math.Ceil(2/alpha))-1, maxSimDraws) }
 
 // nullDraw is a copy of the search over the same tenders and bidders with standard normal
-// log-bids.
+// log-bids. It continues the observed search's epochs, so that the copied tender stamps
+// never read as visited.
 func (rs *ringSearch) nullDraw(r *rand.Rand) *ringSearch {
 	n := &ringSearch{ts: make([]ringTender, len(rs.ts)), byFirm: rs.byFirm, F: rs.F, bids: rs.bids,
 		stop: &stopper{ctx: rs.stop.ctx}, cache: map[string]subsetScreen{}, counted: map[string]bool{},
-		pos: slices.Clone(rs.pos), stamp: slices.Clone(rs.stamp)}
+		pos: slices.Clone(rs.pos), stamp: slices.Clone(rs.stamp), epoch: rs.epoch}
 	for j, t := range rs.ts {
 		logs := make([]float64, len(t.logs))
 		for k := range logs {
