@@ -35,6 +35,7 @@ type candidate struct {
 	signals  []string
 	tenders  int
 	preceded int
+	members  []MemberEvidence // bid path
 }
 
 // Analyze screens a market for collusion (method: docs/methods/convergence.md). It returns
@@ -351,11 +352,18 @@ func (a *analysis) bidGroup() {
 		return
 	}
 	names := make([]string, len(b.ring))
+	members := make([]MemberEvidence, len(b.ring))
 	for i, f := range b.ring {
 		names[i] = a.v.bidFirms[f]
+		m := b.members[i]
+		members[i] = MemberEvidence{Firm: names[i], Tenders: m.tenders, Won: m.won, Covered: m.covered}
+		if m.winN > 0 {
+			members[i].CoverZ = ptr(round6(m.winZ / math.Sqrt(float64(m.winN))))
+		}
 	}
 	slices.Sort(names)
-	c := candidate{path: pathBids, firms: names, p: p, from: -1, to: -1, signals: []string{SignalCoverBidding}, tenders: len(b.flagged)}
+	slices.SortFunc(members, func(x, y MemberEvidence) int { return cmp.Compare(x.Firm, y.Firm) })
+	c := candidate{path: pathBids, firms: names, p: p, from: -1, to: -1, signals: []string{SignalCoverBidding}, tenders: len(b.flagged), members: members}
 	if b.rotation >= 0.5 {
 		c.signals = append(c.signals, SignalBidRotation)
 	}
@@ -552,7 +560,7 @@ func periodSortKey(p *Period) int64 {
 
 // finish turns a merged candidate set into a SuspectedGroup and its flagged period.
 func (a *analysis) finish(m *merged) (SuspectedGroup, *FlaggedPeriod) {
-	g := SuspectedGroup{Firms: m.base.firms, Signals: []string{}}
+	g := SuspectedGroup{Firms: m.base.firms, Signals: []string{}, Evidence: GroupEvidence{Members: []MemberEvidence{}}}
 	p := 1.0
 	var byPath [5]*candidate
 	for i := range m.parts {
@@ -568,6 +576,9 @@ func (a *analysis) finish(m *merged) (SuspectedGroup, *FlaggedPeriod) {
 		}
 		g.Evidence.FlaggedTenders += c.tenders
 		g.Evidence.PrecededPriceChanges += c.preceded
+		if c.path == pathBids && len(g.Evidence.Members) == 0 {
+			g.Evidence.Members = c.members
+		}
 	}
 	g.Evidence.PValue = p
 	g.Confidence = round6(1 - p)

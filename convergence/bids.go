@@ -1,7 +1,6 @@
 package convergence
 
 import (
-	"cmp"
 	"math"
 	"slices"
 
@@ -73,21 +72,9 @@ func rdPValue(rd float64, n int) float64 {
 	return rdLevels[last]
 }
 
-// Bid path settings.
-const (
-	// screenLevel: a tender's RD screen fires when its p-value is at most this.
-	screenLevel = 0.05
-	// ringTenderLevel: a tender whose two lowest bids are the suspected ring's is flagged
-	// when its RD p-value (the smaller of the whole tender's and that of the members' bids
-	// alone) is at most this.
-	ringTenderLevel = 0.25
-	// minFisherMean: a firm's mean of −2·log p over its tenders must reach this (the null
-	// mean is 2) for its evidence to be material.
-	minFisherMean = 3.0
-	// minConfirmTenders is the number of tenders, won and covered by candidates, the
-	// confirmation step needs.
-	minConfirmTenders = 3
-)
+// screenLevel: a tender's RD screen fires when its p-value is at most this (the
+// dimension's score when no ring is found).
+const screenLevel = 0.05
 
 // tenderScreens are the Huber & Imhof (2019) screens of one tender.
 type tenderScreens struct {
@@ -171,24 +158,22 @@ type bidStats struct {
 	sc        []tenderScreens
 	screenHit int // tenders whose RD screen fires
 	ring      []int32
-	pGroup    float64 // (F − 1)·p_(2) over ring candidates; 1 when no ring
-	flagged   []int   // tender indices flagged (ring tenders with RD p ≤ ringTenderLevel)
-	ringBid   int     // tenders where ≥ 2 ring members bid and a member won
-	rotation  float64 // NaN without ring
+	members   []memberScreen // aligned with ring
+	pGroup    float64        // family-wise p-value of the ring; 1 when none
+	z         float64        // the ring's Stouffer Z
+	ringN     int            // tenders with at least three members' bids
+	flagged   []int          // tender indices flagged
+	ringBid   int            // tenders where at least two members bid
+	rotation  float64        // NaN without ring
 }
 
-// analyseBids screens every usable tender and looks for a ring: firms whose tenders show
-// cover-bid patterns far more than the competitive null (Fisher's combination of the
-// tenders' RD p-values, tested at alphaB/(F − 1)), that won at least one tender against
-// another candidate and lost at least one to another candidate (rotation and covers), and
-// whose common tenders — won and covered by candidates — show the pattern themselves
-// (Fisher's combination at alphaB).
+// analyseBids screens every usable tender (Huber & Imhof 2019) and searches for a ring: the
+// subset of firms whose own bids, taken apart from everyone else's, show cover bids
+// clustered just above a winning member, tender after tender, with every member both
+// winning and covering (ringSearch; docs/methods/convergence.md §5).
 func analyseBids(v *input, alphaB float64, stop *stopper) *bidStats {
 	bs := &bidStats{pGroup: 1, rotation: math.NaN()}
 	bs.sc = make([]tenderScreens, len(v.tenders))
-	F := len(v.bidFirms)
-	fisher := make([]float64, F)
-	count := make([]int, F)
 	for j := range v.tenders {
 		if stop.tick(len(v.tenders[j].bids)) {
 			return bs
@@ -197,138 +182,88 @@ func analyseBids(v *input, alphaB float64, stop *stopper) *bidStats {
 		if bs.sc[j].p <= screenLevel {
 			bs.screenHit++
 		}
-		lp := -2 * math.Log(bs.sc[j].p)
-		for _, b := range v.tenders[j].bids {
-			fisher[b.firm] += lp
-			count[b.firm]++
-		}
 	}
-	active := 0
-	for f := 0; f < F; f++ {
-		if count[f] > 0 {
-			active++
-		}
-	}
-	if active < 2 {
+	rs := newRingSearch(v, stop)
+	best, p := rs.find(alphaB)
+	if stop.err != nil || len(best.firms) < 3 {
 		return bs
 	}
-	level := alphaB / float64(active-1)
-	type cand struct {
-		f int32
-		p float64
-	}
-	var cands []cand
-	for f := 0; f < F; f++ {
-		if count[f] == 0 || fisher[f]/float64(count[f]) < minFisherMean {
-			continue
-		}
-		p := chiSquareUpper(fisher[f], 2*float64(count[f]))
-		if p <= level {
-			cands = append(cands, cand{int32(f), p})
-		}
-	}
-	if len(cands) < 2 {
+	bs.pGroup = p
+	if p > alphaB {
 		return bs
 	}
-	isCand := make([]bool, F)
-	for _, c := range cands {
-		isCand[c.f] = true
+	bs.ring, bs.members, bs.z, bs.ringN = best.firms, best.members, best.z, best.n
+	bs.flag(rs)
+	return bs
+}
+
+// flag marks the ring's tenders among those where the members' bids are contiguous in the
+// tender's order (no other firm's bid between them): those with at least three members'
+// bids whose RD screen on the members' bids has p ≤ flagLevel, and those with two members'
+// bids whose gap lies within the range of the cover gaps of the flagged ones. rotation_index is the normalised
+// entropy of the members' wins over the flagged tenders.
+func (bs *bidStats) flag(rs *ringSearch) {
+	inRing := make([]bool, rs.F)
+	for _, f := range bs.ring {
+		inRing[f] = true
 	}
-	// Rotation and covers among candidates.
-	won := make([]int, F)
-	lost := make([]int, F)
-	for j := range v.tenders {
-		w := bs.sc[j].winner
-		if w < 0 || !isCand[w] {
-			continue
-		}
-		others := 0
-		for _, b := range v.tenders[j].bids {
-			if b.firm != w && isCand[b.firm] {
-				others++
-				lost[b.firm]++
-			}
-		}
-		if others > 0 {
-			won[w]++
-		}
+	type pairTender struct {
+		j   int
+		gap float64
+		w   int32
 	}
-	var ring []cand
-	for _, c := range cands {
-		if won[c.f] > 0 && lost[c.f] > 0 {
-			ring = append(ring, c)
-		}
-	}
-	if len(ring) < 2 {
-		return bs
-	}
-	// Confirmation on the candidates' own tenders: those whose two lowest bids are both
-	// candidates must show the cover pattern (Fisher's combination at alphaB, with the same
-	// materiality). Firms that merely win often and by a margin — efficient firms — compete
-	// when they meet, so their common tenders look competitive; a ring's do not.
-	isRing := make([]bool, F)
-	for _, c := range ring {
-		isRing[c.f] = true
-	}
-	var lp float64
-	var nConf int
-	seen := make([]bool, F)
-	for j := range v.tenders {
-		w, s2 := bs.sc[j].winner, bs.sc[j].second
-		if w < 0 || s2 < 0 || !isRing[w] || !isRing[s2] {
-			continue
-		}
-		lp += -2 * math.Log(bs.sc[j].p)
-		nConf++
-		seen[w], seen[s2] = true, true
-	}
-	if nConf < minConfirmTenders || lp/float64(nConf) < minFisherMean {
-		return bs
-	}
-	pConf := chiSquareUpper(lp, 2*float64(nConf))
-	if pConf > alphaB {
-		return bs
-	}
-	kept := ring[:0]
-	for _, c := range ring {
-		if seen[c.f] {
-			kept = append(kept, c)
-		}
-	}
-	ring = kept
-	if len(ring) < 2 {
-		return bs
-	}
-	slices.SortFunc(ring, func(a, b cand) int { return cmp.Compare(a.p, b.p) })
-	// Both steps must reject (intersection–union): the larger of the two p-values.
-	bs.pGroup = math.Max(pConf, math.Min(1, float64(active-1)*ring[1].p))
-	inRing := make([]bool, F)
-	for _, c := range ring {
-		bs.ring = append(bs.ring, c.f)
-		inRing[c.f] = true
-	}
+	var pairs []pairTender
+	maxGap, minGap := 0.0, math.Inf(1)
 	wins := map[int32]int{}
-	for j := range v.tenders {
-		w := bs.sc[j].winner
-		if w < 0 || !inRing[w] {
-			continue
-		}
-		members := 0
-		for _, b := range v.tenders[j].bids {
-			if inRing[b.firm] {
-				members++
+	var xs []float64
+	for j := range rs.ts {
+		t := &rs.ts[j]
+		xs = xs[:0]
+		w, wx := int32(-1), math.Inf(1)
+		for k, f := range t.firms {
+			if inRing[f] {
+				xs = append(xs, t.logs[k])
+				if t.logs[k] < wx {
+					w, wx = f, t.logs[k]
+				}
 			}
 		}
-		if members < 2 || !inRing[bs.sc[j].second] {
+		if len(xs) < 2 {
 			continue
 		}
 		bs.ringBid++
-		if ringRDPValue(&v.tenders[j], inRing, bs.sc[j].p) <= ringTenderLevel {
+		// Covers sit together just above the winner: no outsider's bid between the
+		// members' lowest and highest.
+		lo, hi := slices.Min(xs), slices.Max(xs)
+		contiguous := true
+		for k, f := range t.firms {
+			if !inRing[f] && t.logs[k] > lo && t.logs[k] < hi {
+				contiguous = false
+				break
+			}
+		}
+		if !contiguous {
+			continue
+		}
+		if len(xs) == 2 {
+			pairs = append(pairs, pairTender{j, hi - lo, w})
+			continue
+		}
+		if normalUpper(rdZ(xs)) <= flagLevel {
 			bs.flagged = append(bs.flagged, j)
 			wins[w]++
+			maxGap = math.Max(maxGap, xs[1]-xs[0])
+			minGap = math.Min(minGap, xs[1]-xs[0])
 		}
 	}
-	if len(bs.ring) >= 2 && len(bs.flagged) > 0 {
+	for _, pt := range pairs {
+		if pt.gap <= maxGap && pt.gap >= minGap {
+			bs.flagged = append(bs.flagged, pt.j)
+			wins[pt.w]++
+		}
+	}
+	slices.Sort(bs.flagged)
+	if len(bs.flagged) > 0 {
 		h := 0.0
 		for _, c := range wins {
 			s := float64(c) / float64(len(bs.flagged))
@@ -336,22 +271,6 @@ func analyseBids(v *input, alphaB float64, stop *stopper) *bidStats {
 		}
 		bs.rotation = h / math.Log(float64(len(bs.ring)))
 	}
-	return bs
-}
-
-// ringRDPValue is the RD p-value of a tender computed on the ring members' bids alone when
-// at least three members bid (an outsider's bid does not then hide the covers); else p.
-func ringRDPValue(t *tender, inRing []bool, p float64) float64 {
-	var ring tender
-	for _, b := range t.bids {
-		if inRing[b.firm] {
-			ring.bids = append(ring.bids, b)
-		}
-	}
-	if len(ring.bids) < 3 || len(ring.bids) == len(t.bids) {
-		return p
-	}
-	return math.Min(p, screens(&ring).p)
 }
 
 // chiSquareUpper is P(X > x) for a χ² variable with k degrees of freedom (the regularised

@@ -126,3 +126,54 @@ func TestCompetitiveTendersProduceNoRing(t *testing.T) {
 		t.Errorf("competitive tenders: detected %v, %+v", a.CollusionDetected, bp)
 	}
 }
+
+// A ring of three whose members do not all cover every tender, with outsiders that bid from
+// their own costs (and undercut the ring now and then), is named exactly, with each
+// member's own evidence: it wins among the members, covers, and its wins carry the pattern.
+func TestRingWithOutsidersIsNamedWithEachMembersEvidence(t *testing.T) {
+	t.Parallel()
+	in, tr := Generate(ScenarioBidRigging, 11, GenParams{Firms: 7, Tenders: 40, RingSize: 3, CoverShare: 0.8,
+		OutsiderRate: 0.45, RandomRotation: true, RiggedShare: 0.8})
+	a, err := Analyze(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.CollusionDetected || !slices.Equal(a.SuspectedGroups[0].Firms, tr.Members) {
+		t.Fatalf("groups %+v, want the ring %v", a.SuspectedGroups, tr.Members)
+	}
+	ev := a.SuspectedGroups[0].Evidence
+	if len(ev.Members) != len(tr.Members) {
+		t.Fatalf("member evidence %+v", ev.Members)
+	}
+	for i, m := range ev.Members {
+		if m.Firm != tr.Members[i] || m.Won == 0 || m.Covered == 0 || m.Tenders < m.Won+m.Covered || m.CoverZ == nil || *m.CoverZ <= 0 {
+			t.Errorf("member %d: %+v", i, m)
+		}
+	}
+	bp := a.Dimensions.BidPatterns
+	hits := 0
+	for _, id := range bp.FlaggedTenderIDs {
+		if slices.Contains(tr.RiggedTenders, id) {
+			hits++
+		}
+	}
+	if bp.FlaggedTenders == 0 || float64(hits) < 0.8*float64(bp.FlaggedTenders) {
+		t.Errorf("%d of %d flagged tenders rigged", hits, bp.FlaggedTenders)
+	}
+}
+
+// Capacity-constrained firms take turns winning (a recent winner bids high) without cover
+// bids: no ring, and the other groups' evidence carries no members.
+func TestCapacityConstrainedFirmsAreNotARing(t *testing.T) {
+	t.Parallel()
+	for seed := int64(1); seed <= 10; seed++ {
+		in, _ := Generate(ScenarioCapacityTenders, seed, GenParams{Firms: 6, Tenders: 60, CapacityPenalty: 0.2, CapacityDecay: 0.5})
+		a, err := Analyze(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.CollusionDetected || a.Dimensions.BidPatterns.FlaggedTenders != 0 {
+			t.Errorf("seed %d: detected %v, groups %+v", seed, a.CollusionDetected, a.SuspectedGroups)
+		}
+	}
+}

@@ -32,3 +32,16 @@ func TestAnalyzeOfManyFirmsStopsSoonAfterCancel(t *testing.T) {
 		return err
 	})
 }
+
+// The ring search over 25,000 tenders of 200 firms stops within 100 ms of its context's
+// cancel: the subset screens look at the context by tenders visited.
+func TestAnalyzeOfManyTendersStopsSoonAfterCancel(t *testing.T) {
+	in, _ := Generate(ScenarioBidRigging, 1, GenParams{Tenders: 25000, Firms: 200})
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.StopsSoonAfterCancel(t, func(ctx context.Context) error {
+		_, err := Analyze(ctx, in)
+		return err
+	})
+}

@@ -47,8 +47,26 @@ const (
 	// pair, and its visits by the rotation test (0.2 to 13 per message in generated
 	// cartels; at most maxCommWork, 5 million, in all). Fitted 369 ns.
 	nsPerMessage = 369
-	// nsPerBid: validating a bid, the tender screens and the ring search. Fitted 582 ns.
+	// nsPerBid: validating a bid and the tender screens. Fitted 582 ns.
 	nsPerBid = 582
+	// nsPerTriple: one triple screen of the ring search (a tender's triples among its
+	// lowest maxTripleBids bids: an RD p-value and a map entry). Set from the 20,000-tender
+	// markets' profile, 60 ns.
+	nsPerTriple = 60
+	// nsPerTripleKey: a distinct triple of the search (a new map entry, and its place in the
+	// sort of the triples by Z), on top of nsPerTriple. Set from the 25,000-tender, 200-firm
+	// market (213,000 distinct triples), 300 ns.
+	nsPerTripleKey = 300
+	// nsPerRingVisit: one bid visited by a subset screen of the greedy ring search (at most
+	// maxRingVisits per analysis; ringVisitsPerBid per bid below that). 30 ns.
+	nsPerRingVisit = 30
+	// ringVisitsPerBid: subset-screen visits per bid in markets below the bound (measured
+	// 100–300 on the evaluation's 20–100-tender markets).
+	ringVisitsPerBid = 200
+	// nsPerSimUnit: one unit (a bid visited or a triple screened) of the ring search's null
+	// draws, allocations of the draw included; measured 50–75 ns on markets of 285–1,251
+	// bids.
+	nsPerSimUnit = 60
 )
 
 // Memory constants of the cost model: bytes held at the peak of validation and analysis per
@@ -80,6 +98,10 @@ const (
 	// calibration's 4.5 to 5 bids, split by the sizes of their structures.
 	bytesPerBid    = 100
 	bytesPerTender = 300
+	// bytesPerTripleKey: a distinct triple of the ring search's map (its key, score and
+	// the map's overhead), counted as min(triple screens, C(bid firms, 3)). Set from the
+	// 25,000-tender, 200-firm market's peak.
+	bytesPerTripleKey = 80
 	// memoryMargin puts the estimate at 1.4 to 1.8 times the largest measured peak of the
 	// calibration markets: the estimate must cover the peak, and the peak moves with the
 	// collector's timing.
@@ -106,7 +128,8 @@ func Estimate(in Input) (engine.Cost, error) {
 		d.regime*nsPerRegimeStep + d.pairCells*nsPerPairProduct +
 		float64(d.divRows)*nsPerDivisionRow + float64(d.divCells)*nsPerDivisionCell
 	msgNanos := float64(d.messages) * nsPerMessage
-	bidNanos := float64(d.bids) * nsPerBid
+	bidNanos := float64(d.bids)*nsPerBid + d.triples*nsPerTriple + d.ringVisits*nsPerRingVisit + d.simUnits*nsPerSimUnit +
+		d.tripleKeys*nsPerTripleKey
 	field := "observations"
 	switch {
 	case bidNanos > obsNanos && bidNanos >= msgNanos:
@@ -121,7 +144,8 @@ func Estimate(in Input) (engine.Cost, error) {
 	bytes := float64(d.obs)*bytesPerObservation + float64(d.firmPeriods)*bytesPerFirmPeriod +
 		float64(d.firms)*bytesPerFirm + float64(d.periods)*bytesPerPeriod + pairs*bytesPerPair +
 		float64(d.divRows)*bytesPerDivisionRow + float64(d.divCells)*bytesPerDivisionCell +
-		float64(d.messages)*bytesPerMessage + float64(d.bids)*bytesPerBid + float64(d.tenders)*bytesPerTender
+		float64(d.messages)*bytesPerMessage + float64(d.bids)*bytesPerBid + float64(d.tenders)*bytesPerTender +
+		d.tripleKeys*bytesPerTripleKey
 	return engine.Cost{
 		CPU:    engine.PerUnit(1, obsNanos+msgNanos+bidNanos),
 		Memory: int64(math.Min(memoryMargin*bytes, math.MaxInt64/2)),
@@ -146,6 +170,15 @@ type costDrivers struct {
 	messages    int     // communications
 	bids        int     // bids
 	tenders     int     // usable tenders
+	triples     float64 // Σ C(min(n, maxTripleBids), 3) over usable tenders: the ring search's triple screens
+	ringVisits  float64 // bids visited by the greedy ring search: min(maxRingVisits, ringVisitsPerBid × bids)
+	// simUnits bounds the ring's null draws (nullPValue), which run only when a ring's
+	// Bonferroni bound is inconclusive in a market of at most maxSimBids bids: the most they
+	// may do, min(maxSimWork, maxSimDraws × (triples + ringVisits)); 0 in larger markets.
+	simUnits float64
+	// tripleKeys is the most distinct triples the ring search can hold:
+	// min(triples, C(bid firms, 3)).
+	tripleKeys float64
 }
 
 // drivers counts v's cost drivers in time linear in the input (a binary search per firm
@@ -154,6 +187,16 @@ func drivers(v *input) costDrivers {
 	d := costDrivers{obs: len(v.rows), firms: len(v.firms), periods: len(v.keys), messages: len(v.msgs), tenders: len(v.tenders)}
 	for _, t := range v.tenders {
 		d.bids += len(t.bids)
+		n := float64(min(len(t.bids), maxTripleBids))
+		d.triples += n * (n - 1) * (n - 2) / 6
+	}
+	if len(v.tenders) >= minTenders {
+		d.ringVisits = math.Min(maxRingVisits, ringVisitsPerBid*float64(d.bids))
+		bf := float64(len(v.bidFirms))
+		d.tripleKeys = math.Min(d.triples, bf*(bf-1)*(bf-2)/6)
+		if d.bids <= maxSimBids {
+			d.simUnits = math.Min(maxSimWork, maxSimDraws*(d.triples+d.ringVisits))
+		}
 	}
 	for _, r := range v.rows {
 		if r.seg >= 0 && !math.IsNaN(r.qty) {

@@ -11,7 +11,8 @@ import (
 // Scenario names accepted by Generate. The first four are the test-mode scenarios of
 // POST /v1/test/generate (TestModeScenarios); the others are evaluation extras: a cartel
 // that forms and breaks down mid-series, hard negatives (unobserved common demand shocks,
-// competitive tenders with efficient firms, regional monopolies) and a market division.
+// competitive tenders with efficient firms, regional monopolies, capacity-constrained
+// bidders that take turns) and a market division.
 const (
 	ScenarioCollusionFound     = "collusion_found"
 	ScenarioCompetitive        = "competitive"
@@ -23,6 +24,7 @@ const (
 	ScenarioMarketDivision     = "market_division"
 	ScenarioRegionalMonopolies = "regional_monopolies"
 	ScenarioHomeMarkets        = "home_markets"
+	ScenarioCapacityTenders    = "capacity_tenders"
 )
 
 // TestModeScenarios lists the convergence scenarios of POST /v1/test/generate.
@@ -33,7 +35,7 @@ func TestModeScenarios() []string {
 // Scenarios lists every scenario Generate accepts, test-mode ones first.
 func Scenarios() []string {
 	return append(TestModeScenarios(), ScenarioCartel, ScenarioDemandShock, ScenarioCompetitiveTenders,
-		ScenarioMarketDivision, ScenarioRegionalMonopolies, ScenarioHomeMarkets)
+		ScenarioMarketDivision, ScenarioRegionalMonopolies, ScenarioHomeMarkets, ScenarioCapacityTenders)
 }
 
 // IsScenario reports whether Generate accepts the scenario.
@@ -111,6 +113,24 @@ type GenParams struct {
 	// efficiency (tenders); 0 takes the scenario's default (0.015; tenders 0.04,
 	// competitive_tenders 0.06).
 	CostSpread float64
+	// TenderNoise is the relative standard deviation of a firm's cost in one tender around
+	// its efficiency × the tender's value; 0 draws it per tender from [0.03, 0.08].
+	TenderNoise float64
+	// CoverShare is the probability that a ring member other than the designated winner
+	// places a cover bid in a rigged tender; 0 keeps the original ring, in which 3 to all
+	// members bid in every rigged tender.
+	CoverShare float64
+	// OutsiderRate is the largest share of the rigged tenders an outsider bids in, from its
+	// own costs (it sometimes wins); each outsider draws its share from
+	// [OutsiderRateMin, OutsiderRate] (OutsiderRateMin 0 means 0.1). 0: no such outsiders.
+	OutsiderRate, OutsiderRateMin float64
+	// RandomRotation: the designated winner of a rigged tender is drawn at random among the
+	// bidding members instead of being the one with the fewest wins.
+	RandomRotation bool
+	// CapacityPenalty (capacity_tenders) is the relative rise of a firm's bid per unit of
+	// backlog (its recent wins, decaying by CapacityDecay per tender); 0 draws from
+	// [0.05, 0.2], CapacityDecay 0 draws from [0.3, 0.8].
+	CapacityPenalty, CapacityDecay float64
 }
 
 // Truth is what the generator planted, with effect sizes measured on the generated data.
@@ -161,6 +181,8 @@ func Generate(scenario string, seed int64, gp GenParams) (Input, Truth) {
 		g.priceMarket(scenario)
 	case ScenarioBidRigging, ScenarioCompetitiveTenders:
 		g.tenders(scenario == ScenarioBidRigging)
+	case ScenarioCapacityTenders:
+		g.capacityTenders()
 	case ScenarioMarketDivision, ScenarioRegionalMonopolies, ScenarioHomeMarkets:
 		g.segments(scenario)
 	}
@@ -660,6 +682,28 @@ func (g *gen) tenders(rigged bool) {
 	}
 	dated := r.Float64() < 0.85
 	day := time.Date(2022, 1, 3, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(900))
+	// noiseOf is the tender's cost noise: TenderNoise, or drawn per tender.
+	noiseOf := func() float64 {
+		if g.gp.TenderNoise > 0 {
+			return g.gp.TenderNoise
+		}
+		return g.uniform(0.03, 0.08)
+	}
+	// Outsiders bidding from their own costs, each in its own share of the rigged tenders.
+	var outsiders []int
+	outRate := make([]float64, F)
+	if rigged && g.gp.OutsiderRate > 0 {
+		lo := g.gp.OutsiderRateMin
+		if lo <= 0 {
+			lo = 0.1
+		}
+		for f := 0; f < F; f++ {
+			if !slices.Contains(ring, f) {
+				outsiders = append(outsiders, f)
+				outRate[f] = g.uniform(min(lo, g.gp.OutsiderRate), g.gp.OutsiderRate)
+			}
+		}
+	}
 	wins := make([]int, F)
 	var riggedIDs []string
 	var firstDate, lastDate *Period
@@ -679,14 +723,22 @@ func (g *gen) tenders(rigged bool) {
 		var bs []bid
 		isRigged := rigged && j < M && r.Float64() < share
 		if isRigged {
-			n := g.intIn(3, k)
-			members := slices.Clone(ring)
-			r.Shuffle(len(members), func(a, b int) { members[a], members[b] = members[b], members[a] })
-			members = members[:n]
+			var members []int
+			if g.gp.CoverShare > 0 {
+				members = slices.Clone(ring)
+				r.Shuffle(len(members), func(a, b int) { members[a], members[b] = members[b], members[a] })
+			} else {
+				n := g.intIn(3, k)
+				members = slices.Clone(ring)
+				r.Shuffle(len(members), func(a, b int) { members[a], members[b] = members[b], members[a] })
+				members = members[:n]
+			}
 			w := members[0]
-			for _, f := range members {
-				if wins[f] < wins[w] {
-					w = f
+			if !g.gp.RandomRotation {
+				for _, f := range members {
+					if wins[f] < wins[w] {
+						w = f
+					}
 				}
 			}
 			wins[w]++
@@ -694,9 +746,20 @@ func (g *gen) tenders(rigged bool) {
 			bs = append(bs, bid{w, bw})
 			gap := g.uniform(0.02, maxGap)
 			for _, f := range members {
-				if f != w {
+				if f != w && (g.gp.CoverShare <= 0 || r.Float64() < g.gp.CoverShare) {
 					bs = append(bs, bid{f, bw * (1 + gap + coverSpread*r.Float64())})
 				}
+			}
+			ringBids := len(bs)
+			for _, o := range outsiders {
+				if r.Float64() < outRate[o] {
+					bs = append(bs, bid{o, V * eff[o] * math.Exp(noiseOf()*r.NormFloat64()) * (1 + g.uniform(0.03, 0.08))})
+				}
+			}
+			// A rigged tender is observable as such when at least two members bid in it and
+			// it is usable (three bids).
+			if ringBids >= 2 && len(bs) >= 3 {
+				riggedIDs = append(riggedIDs, id)
 			}
 			if g.gp.Outsiders && r.Float64() < 0.3 {
 				var outs []int
@@ -708,7 +771,6 @@ func (g *gen) tenders(rigged bool) {
 				o := outs[r.IntN(len(outs))]
 				bs = append(bs, bid{o, V * eff[o] * (1 + g.uniform(0.3, 0.5))})
 			}
-			riggedIDs = append(riggedIDs, id)
 			if dated {
 				if firstDate == nil {
 					firstDate = ptr(date)
@@ -720,7 +782,7 @@ func (g *gen) tenders(rigged bool) {
 			if j >= M {
 				n = 2
 			}
-			sigma := g.uniform(0.03, 0.08)
+			sigma := noiseOf()
 			for _, f := range r.Perm(F)[:n] {
 				bs = append(bs, bid{f, V * eff[f] * math.Exp(sigma*r.NormFloat64()) * (1 + g.uniform(0.03, 0.08))})
 			}
@@ -749,6 +811,75 @@ func (g *gen) tenders(rigged bool) {
 	g.tr.Members = ms
 	g.tr.RiggedTenders = riggedIDs
 	g.tr.From, g.tr.To = firstDate, lastDate
+}
+
+// capacityTenders generates the capacity-constrained hard negative: 5–10 firms bid their
+// cost (efficiency × tender value × noise) plus a 3–8 % markup in every tender they enter,
+// raised by CapacityPenalty per unit of backlog, where a firm's backlog is its recent wins
+// decaying by CapacityDecay per tender. A recent winner bids high, so the firms take turns
+// winning — rotation without cover bids.
+func (g *gen) capacityTenders() {
+	r := g.r
+	F := g.gp.Firms
+	if F <= 0 {
+		F = g.intIn(5, 10)
+	}
+	F = max(F, 4)
+	M := g.gp.Tenders
+	if M <= 0 {
+		M = g.intIn(20, 80)
+	}
+	names := firmNames(F, "bidder")
+	spread := g.gp.CostSpread
+	if spread <= 0 {
+		spread = 0.04
+	}
+	pen := g.gp.CapacityPenalty
+	if pen <= 0 {
+		pen = g.uniform(0.05, 0.2)
+	}
+	decay := g.gp.CapacityDecay
+	if decay <= 0 {
+		decay = g.uniform(0.3, 0.8)
+	}
+	eff := make([]float64, F)
+	for i := range eff {
+		eff[i] = math.Max(0.6, 1+spread*r.NormFloat64())
+	}
+	backlog := make([]float64, F)
+	dated := r.Float64() < 0.85
+	day := time.Date(2022, 1, 3, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(900))
+	for j := 0; j < M; j++ {
+		id := fmt.Sprintf("T-%04d", j+1)
+		day = day.AddDate(0, 0, 1+r.IntN(7))
+		date := Period{}
+		if dated {
+			date = DatePeriod(day)
+		}
+		V := math.Exp(math.Log(1e5) + r.NormFloat64())
+		sigma := g.gp.TenderNoise
+		if sigma <= 0 {
+			sigma = g.uniform(0.03, 0.08)
+		}
+		n := g.intIn(min(3, F), F)
+		firms := r.Perm(F)[:n]
+		amounts := make([]float64, n)
+		low := 0
+		for x, f := range firms {
+			amounts[x] = math.Round(V*eff[f]*math.Exp(sigma*r.NormFloat64())*(1+g.uniform(0.03, 0.08))*(1+pen*backlog[f])*100) / 100
+			if amounts[x] < amounts[low] {
+				low = x
+			}
+		}
+		for f := range backlog {
+			backlog[f] *= decay
+		}
+		backlog[firms[low]]++
+		for x, f := range firms {
+			g.in.Bids = append(g.in.Bids, Bid{Tender: id, Firm: names[f], Amount: ptr(amounts[x]), Won: ptr(x == low), Date: date})
+		}
+	}
+	g.tr.Firms, g.tr.Tenders = F, M
 }
 
 // segments generates a market of regional segments, each with a home firm. market_division:

@@ -114,6 +114,21 @@ type GroupEvidence struct {
 	PrecededPriceChanges int `json:"preceded_price_changes"`
 	// PValue is the family-wise adjusted p-value behind Confidence (1 − PValue).
 	PValue float64 `json:"p_value"`
+	// Members is each bid-ring member's own evidence, in the order of Firms; empty for
+	// groups without bids.
+	Members []MemberEvidence `json:"members"`
+}
+
+// MemberEvidence is one bid-ring member's part in the ring's tenders: the tenders where it
+// and another member bid, those it won among the members (its bid the members' lowest) and
+// those it covered (another member's bid lower), and CoverZ, Stouffer's Z of the ring's
+// cover screen over the tenders it won with at least two members' covers (null when none).
+type MemberEvidence struct {
+	Firm    string   `json:"firm"`
+	Tenders int      `json:"tenders"`
+	Won     int      `json:"won"`
+	Covered int      `json:"covered"`
+	CoverZ  *float64 `json:"cover_z"`
 }
 
 // SuspectedGroup is a set of firms whose behaviour clusters, with the period and signals.

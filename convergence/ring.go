@@ -1,0 +1,572 @@
+package convergence
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Ring search settings (docs/methods/convergence.md §5).
+const (
+	// maxTripleBids: the triples of a tender are drawn from its lowest maxTripleBids bids, so
+	// a tender costs at most C(10, 3) = 120 triple screens however many firms bid in it.
+	maxTripleBids = 10
+	// ringSeeds is the number of best triples the greedy growth starts from.
+	ringSeeds = 8
+	// maxRingCandidates bounds the firms a growth step tries: those of the best
+	// maxRingCandidates/3 triples (all firms in markets of up to that many bidders).
+	maxRingCandidates = 48
+	// maxRingVisits bounds the greedy search's work: bids visited by the subset screens
+	// after the triples (≈ 30 ns each with the screens' sorting, so ≈ 60 ms);
+	// when it is spent the best subset found so far is kept. Markets of up to a few
+	// thousand bids never reach it.
+	maxRingVisits = 2_000_000
+	// minRingTenders: a subset needs this many tenders with at least three of its bids.
+	minRingTenders = 3
+	// minMemberZ: every member must win, as the subset's lowest bidder, tenders whose
+	// subset screens sum to at least this z (rotation: an efficient firm's partners win
+	// only when it bids badly, and those tenders look competitive).
+	minMemberZ = 1.0
+	// minOwnZ: Stouffer's Z of the subset screens over the tenders a member bids in must
+	// reach this (one-sided p ≈ 0.01), so a firm that only adds a few tenders does not join.
+	minOwnZ = 2.33
+	// minWinPeak: a member whose wins sum to less than minMemberZ (a member that also wins
+	// competitive tenders, which dilute its sum) still qualifies with one win at least this
+	// clear (p ≤ 0.2).
+	minWinPeak = 0.84
+	// minCoverZ: Stouffer's Z over the tenders a member covered must reach this (one-sided
+	// p ≈ 0.05): a cover bid sits in the tight cluster above the winner, while an outsider
+	// that undercuts the ring now and then bids anywhere when it does not.
+	minCoverZ = 1.28
+	// minParticipation: a member bids in at least this share of the median member's
+	// tenders (those with at least three members' bids).
+	minParticipation = 0.5
+	// minSimZ, maxSimBids, simExceed: a ring whose Bonferroni bound misses the level is
+	// calibrated by simulation (nullPValue) when its Z is at least minSimZ and the market has
+	// at most maxSimBids bids; the draws stop after simExceed null statistics reach the
+	// observed one.
+	minSimZ     = 2.0
+	maxSimBids  = 1500
+	simExceed   = 10
+	maxSimDraws = 399
+	// maxSimWork bounds the simulation: draws × the observed search's work (bids visited
+	// and triple screens, 20–60 ns each) must stay under it, ≈ 0.1–0.2 s at most; beyond it
+	// the Bonferroni bound stands.
+	maxSimWork = 4_000_000
+	// flagLevel: a tender with at least three members' bids is flagged when the RD p-value
+	// of the members' bids is at most this.
+	flagLevel = 0.25
+	// zClip bounds a tender's z-score: p is floored at 0.001 by the RD table, and a tie
+	// (RD = 0, p = 1) must not weigh −∞.
+	zClip = 3.1
+)
+
+// ringTender is one usable tender prepared for the subset screens: its firms and the logs of
+// their bids, in bid order.
+type ringTender struct {
+	firms []int32
+	logs  []float64
+}
+
+// ringSearch holds the state of one search for the subset of firms whose bids show cover
+// bidding and rotation.
+type ringSearch struct {
+	ts         []ringTender
+	byFirm     [][]int32 // tenders of each firm
+	F          int
+	stamp      []int32 // per tender: last evaluation that touched it
+	epoch      int32
+	counted    map[string]bool // distinct subsets screened (triples included): the Bonferroni count
+	stop       *stopper
+	scratchX   []float64
+	scratchI   []int
+	cache      map[string]subsetScreen // screened subsets, so each counts once
+	visits     int                     // bids visited by subset screens
+	bids       int                     // bids in usable tenders
+	tripleWork int                     // triple screens computed
+	simWork    int                     // visits and triple screens of the null draws
+	pos        []int32                 // per firm: its index in the subset being screened, or −1
+}
+
+// spent reports whether the search's work bound is reached (or ctx ended).
+func (rs *ringSearch) spent() bool { return rs.visits >= maxRingVisits || rs.stop.err != nil }
+
+// subsetScreen is the evidence of one subset of firms.
+type subsetScreen struct {
+	firms   []int32 // sorted
+	z       float64 // Stouffer's Z over its tenders
+	n       int     // tenders with at least three of its bids
+	sumZ    float64
+	members []memberScreen // aligned with firms
+}
+
+// memberScreen is one member's part in its subset's tenders.
+type memberScreen struct {
+	tenders int     // tenders where it and at least one other member bid
+	won     int     // of them, those where its bid was the members' lowest
+	covered int     // those where another member's bid was lower
+	winZ    float64 // Σ z of the tenders (≥ 3 members' bids) it won
+	winN    int     // their number
+	winMax  float64 // the largest z among them
+	sumZ    float64 // Σ z of the tenders (≥ 3 members' bids) it bid in
+	nZ      int     // their number
+	covZ    float64 // Σ z of those it covered
+	covN    int     // their number
+}
+
+// ok reports whether the member meets the membership conditions: its own tenders carry
+// the pattern (Stouffer's Z over them ≥ minOwnZ), and it wins with the pattern (Σ z over its
+// wins ≥ minMemberZ) and covers (rotation).
+func (m *memberScreen) ok() bool {
+	return m.wins() && m.covN > 0 && m.covZ/math.Sqrt(float64(m.covN)) >= minCoverZ &&
+		m.sumZ/math.Sqrt(float64(m.nZ)) >= minOwnZ
+}
+
+// wins reports whether the member wins with the pattern.
+func (m *memberScreen) wins() bool {
+	return m.winN > 0 && (m.winZ >= minMemberZ || m.winMax >= minWinPeak)
+}
+
+func newRingSearch(v *input, stop *stopper) *ringSearch {
+	rs := &ringSearch{F: len(v.bidFirms), stop: stop, cache: map[string]subsetScreen{}, counted: map[string]bool{}}
+	rs.ts = make([]ringTender, len(v.tenders))
+	rs.byFirm = make([][]int32, rs.F)
+	for j := range v.tenders {
+		t := &v.tenders[j]
+		rt := ringTender{firms: make([]int32, len(t.bids)), logs: make([]float64, len(t.bids))}
+		for k, b := range t.bids {
+			rt.firms[k] = b.firm
+			rt.logs[k] = math.Log(b.amount)
+			rs.byFirm[b.firm] = append(rs.byFirm[b.firm], int32(j))
+		}
+		rs.bids += len(t.bids)
+		rs.ts[j] = rt
+	}
+	rs.pos = make([]int32, rs.F)
+	for f := range rs.pos {
+		rs.pos[f] = -1
+	}
+	rs.stamp = make([]int32, len(v.tenders))
+	for j := range rs.stamp {
+		rs.stamp[j] = -1
+	}
+	return rs
+}
+
+// rdZ is the z-score Φ⁻¹(1 − p) of the RD p-value of the bids xs (sorted in place), clipped
+// to ±zClip: under the competitive null of exchangeable normal bids it is standard normal.
+func rdZ(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	var ml moments
+	for _, v := range xs[1:] {
+		ml.Add(v)
+	}
+	sdl := math.Sqrt(ml.Variance())
+	gap := xs[1] - xs[0]
+	rd := math.NaN()
+	switch {
+	case sdl > 0:
+		rd = gap / sdl
+	case gap > 0:
+		rd = math.Inf(1)
+	}
+	p := rdPValue(rd, n)
+	return math.Max(-zClip, math.Min(zClip, normalQuantileUpper(math.Min(p, 0.9990))))
+}
+
+// screen evaluates a subset (sorted firm indices): every tender with at least three of its
+// bids contributes the z-score of the RD screen of those bids alone (an outsider's bid does
+// not dilute it), and each member's wins and covers among the members are counted.
+func (rs *ringSearch) screen(set []int32) subsetScreen {
+	key := keyOf(set)
+	if sc, ok := rs.cache[key]; ok {
+		return sc
+	}
+	sc := rs.screenOnce(set)
+	if rs.stop.err == nil {
+		rs.cache[key] = sc
+	}
+	return sc
+}
+
+func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
+	rs.counted[keyOf(set)] = true
+	rs.epoch++
+	sc := subsetScreen{firms: slices.Clone(set), members: make([]memberScreen, len(set))}
+	for i, f := range set {
+		rs.pos[f] = int32(i)
+	}
+	defer func() {
+		for _, f := range set {
+			rs.pos[f] = -1
+		}
+	}()
+	for _, f := range set {
+		for _, j := range rs.byFirm[f] {
+			if rs.stamp[j] == rs.epoch {
+				continue
+			}
+			rs.stamp[j] = rs.epoch
+			t := &rs.ts[j]
+			rs.visits += len(t.firms)
+			if rs.stop.tick(len(t.firms)) {
+				return sc
+			}
+			xs, idx := rs.scratchX[:0], rs.scratchI[:0]
+			low, lowX := -1, math.Inf(1)
+			for k, g := range t.firms {
+				i := int(rs.pos[g])
+				if i < 0 {
+					continue
+				}
+				xs = append(xs, t.logs[k])
+				idx = append(idx, i)
+				if t.logs[k] < lowX {
+					low, lowX = i, t.logs[k]
+				}
+			}
+			rs.scratchX, rs.scratchI = xs, idx
+			m := len(idx)
+			if m < 2 {
+				continue
+			}
+			z := math.NaN()
+			if m >= 3 {
+				z = rdZ(xs)
+				sc.sumZ += z
+				sc.n++
+			}
+			for _, i := range idx {
+				ms := &sc.members[i]
+				ms.tenders++
+				if m >= 3 {
+					ms.sumZ += z
+					ms.nZ++
+				}
+				if i == low {
+					ms.won++
+					if m >= 3 {
+						if ms.winN == 0 || z > ms.winMax {
+							ms.winMax = z
+						}
+						ms.winZ += z
+						ms.winN++
+					}
+				} else {
+					ms.covered++
+					if m >= 3 {
+						ms.covZ += z
+						ms.covN++
+					}
+				}
+			}
+		}
+	}
+	if sc.n > 0 {
+		sc.z = sc.sumZ / math.Sqrt(float64(sc.n))
+	}
+	return sc
+}
+
+// qualifies reports whether a screened subset can be a ring: at least three members and
+// minRingTenders tenders, and every member wins with the pattern and covers (rotation).
+func (sc *subsetScreen) qualifies() bool {
+	if len(sc.firms) < 3 || sc.n < minRingTenders {
+		return false
+	}
+	floor := sc.participationFloor()
+	for i := range sc.members {
+		if !sc.members[i].ok() || float64(sc.members[i].nZ) < floor {
+			return false
+		}
+	}
+	return true
+}
+
+// participationFloor is the fewest tenders (with at least three members' bids) a member
+// must bid in: minParticipation × the members' median. An outsider that joined a few of
+// the ring's tenders and undercut it there looks like a winner with covers in them, but it
+// is absent from most of the ring's tenders.
+func (sc *subsetScreen) participationFloor() float64 {
+	ns := make([]float64, len(sc.members))
+	for i, m := range sc.members {
+		ns[i] = float64(m.nZ)
+	}
+	return minParticipation * median(ns)
+}
+
+// weakest is the member with the smallest win evidence (the first to drop), or −1 when
+// every member meets the rotation conditions.
+func (sc *subsetScreen) weakest() int {
+	w := -1
+	floor := sc.participationFloor()
+	for i := range sc.members {
+		if m := &sc.members[i]; (!m.ok() || float64(m.nZ) < floor) && (w < 0 || m.sumZ < sc.members[w].sumZ) {
+			w = i
+		}
+	}
+	return w
+}
+
+type tripleScore struct {
+	key  [3]int32
+	sumZ float64
+	n    int
+}
+
+// triples screens every triple of firms that bid together (within a tender's lowest
+// maxTripleBids bids) and returns those with at least minRingTenders common tenders, best
+// Stouffer Z first.
+func (rs *ringSearch) triples() []tripleScore {
+	acc := map[[3]int32]*tripleScore{}
+	var xs [3]float64
+	type fb struct {
+		f int32
+		x float64
+	}
+	var bs []fb
+	for j := range rs.ts {
+		t := &rs.ts[j]
+		if rs.stop.tick(len(t.firms) * 4) {
+			return nil
+		}
+		bs = bs[:0]
+		for k, f := range t.firms {
+			bs = append(bs, fb{f, t.logs[k]})
+		}
+		if len(bs) > maxTripleBids {
+			slices.SortFunc(bs, func(a, b fb) int { return cmp.Compare(a.x, b.x) })
+			bs = bs[:maxTripleBids]
+		}
+		slices.SortFunc(bs, func(a, b fb) int { return cmp.Compare(a.f, b.f) })
+		for a := 0; a < len(bs); a++ {
+			for b := a + 1; b < len(bs); b++ {
+				for c := b + 1; c < len(bs); c++ {
+					rs.tripleWork++
+					xs = [3]float64{bs[a].x, bs[b].x, bs[c].x}
+					z := rdZ(xs[:])
+					key := [3]int32{bs[a].f, bs[b].f, bs[c].f}
+					s := acc[key]
+					if s == nil {
+						s = &tripleScore{key: key}
+						acc[key] = s
+					}
+					s.sumZ += z
+					s.n++
+				}
+			}
+		}
+	}
+	var out []tripleScore
+	for _, s := range acc {
+		if s.n >= minRingTenders {
+			out = append(out, *s)
+		}
+	}
+	for _, t := range out {
+		rs.counted[keyOf(t.key[:])] = true
+	}
+	z := func(s tripleScore) float64 { return s.sumZ / math.Sqrt(float64(s.n)) }
+	slices.SortFunc(out, func(a, b tripleScore) int {
+		if c := cmp.Compare(z(b), z(a)); c != 0 {
+			return c
+		}
+		return slices.Compare(a.key[:], b.key[:])
+	})
+	return out
+}
+
+// find searches for the ring (search) and returns it with its family-wise p-value:
+// Bonferroni over every distinct subset screened, or, when that bound is inconclusive in a
+// small market, the Monte Carlo p-value of the search's statistic under the competitive
+// null (nullPValue).
+func (rs *ringSearch) find(alpha float64) (best subsetScreen, p float64) {
+	best, found := rs.search()
+	if !found {
+		return subsetScreen{}, 1
+	}
+	p = math.Min(1, float64(len(rs.counted))*normalUpper(best.z))
+	if p > alpha && best.z >= minSimZ && rs.bids <= maxSimBids && rs.stop.err == nil &&
+		simDraws(alpha)*(rs.visits+rs.tripleWork) <= maxSimWork {
+		p = math.Min(p, rs.nullPValue(best.z, alpha))
+	}
+	return best, p
+}
+
+// search grows the best triples greedily (add the firm that raises Z most, while Z rises),
+// prunes them (drop a member whose removal raises Z, and members that fail the membership
+// conditions), and returns the qualifying subset with the highest Z.
+func (rs *ringSearch) search() (best subsetScreen, found bool) {
+	ts := rs.triples()
+	if rs.stop.err != nil || len(ts) == 0 {
+		return best, false
+	}
+	var pool []int32
+	for _, t := range ts {
+		for _, f := range t.key {
+			if !slices.Contains(pool, f) {
+				pool = append(pool, f)
+			}
+		}
+		if len(pool) >= maxRingCandidates {
+			break
+		}
+	}
+	seen := map[string]bool{}
+	for s := 0; s < min(ringSeeds, len(ts)); s++ {
+		if rs.stop.check() {
+			return best, false
+		}
+		if rs.visits >= maxRingVisits && found {
+			break
+		}
+		cur := rs.screen(ts[s].key[:])
+		cur = rs.grow(cur, pool)
+		cur = rs.prune(cur)
+		if !cur.qualifies() {
+			continue
+		}
+		k := keyOf(cur.firms)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if !found || cur.z > best.z {
+			best, found = cur, true
+		}
+	}
+	return best, found
+}
+
+// nullPValue is the Monte Carlo p-value of the observed Z: the same search run on the same
+// tenders and bidders with every bid replaced by an independent standard normal log-bid
+// (the competitive null of the RD screen, which is scale-free, so no scale is needed), its
+// statistic the highest Z of a qualifying subset (−∞ when none qualifies). At most
+// min(⌈2/α⌉ − 1, maxSimDraws) draws (none when they cannot resolve α), stopping once simExceed draws reach the observed Z (Besag & Clifford
+// 1991: p = simExceed/draws then); otherwise p = (1 + exceedances)/(draws + 1). The draws
+// come from a fixed seed, so the analysis stays a function of its input.
+func (rs *ringSearch) nullPValue(z, alpha float64) float64 {
+	draws := simDraws(alpha)
+	if 1/float64(draws+1) > alpha {
+		return 1 // the level is beyond what the draws can resolve
+	}
+	r := rand.New(rand.NewPCG(20261127, uint64(rs.bids)))
+	exceed := 0
+	for d := 1; d <= draws; d++ {
+		if rs.stop.check() {
+			return 1
+		}
+		null := rs.nullDraw(r)
+		if b, ok := null.search(); ok && b.z >= z {
+			exceed++
+			if exceed == simExceed {
+				return float64(exceed) / float64(d)
+			}
+		}
+		rs.simWork += null.visits + null.tripleWork
+		if rs.simWork > 2*maxSimWork {
+			return 1 // a null search far costlier than the observed one: inconclusive
+		}
+	}
+	return float64(1+exceed) / float64(draws+1)
+}
+
+// simDraws is the number of null draws for level alpha: min(⌈2/α⌉ − 1, maxSimDraws).
+func simDraws(alpha float64) int { return min(int(math.Ceil(2/alpha))-1, maxSimDraws) }
+
+// nullDraw is a copy of the search over the same tenders and bidders with standard normal
+// log-bids. It continues the observed search's epochs, so that the copied tender stamps
+// never read as visited.
+func (rs *ringSearch) nullDraw(r *rand.Rand) *ringSearch {
+	n := &ringSearch{ts: make([]ringTender, len(rs.ts)), byFirm: rs.byFirm, F: rs.F, bids: rs.bids,
+		stop: &stopper{ctx: rs.stop.ctx}, cache: map[string]subsetScreen{}, counted: map[string]bool{},
+		pos: slices.Clone(rs.pos), stamp: slices.Clone(rs.stamp), epoch: rs.epoch}
+	for j, t := range rs.ts {
+		logs := make([]float64, len(t.logs))
+		for k := range logs {
+			logs[k] = r.NormFloat64()
+		}
+		n.ts[j] = ringTender{firms: t.firms, logs: logs}
+	}
+	return n
+}
+
+func keyOf(set []int32) string {
+	b := make([]byte, 0, 4*len(set))
+	for _, f := range set {
+		b = append(b, byte(f), byte(f>>8), byte(f>>16), byte(f>>24))
+	}
+	return string(b)
+}
+
+// grow adds, while Z rises, the firm of the pool whose addition raises it most.
+func (rs *ringSearch) grow(cur subsetScreen, pool []int32) subsetScreen {
+	for len(cur.firms) < len(pool) {
+		var next subsetScreen
+		improved := false
+		for _, f := range pool {
+			if slices.Contains(cur.firms, f) {
+				continue
+			}
+			if rs.spent() {
+				break
+			}
+			set := append(slices.Clone(cur.firms), f)
+			slices.Sort(set)
+			sc := rs.screen(set)
+			if rs.stop.err != nil {
+				return cur
+			}
+			if sc.n >= minRingTenders && sc.z > cur.z && (!improved || sc.z > next.z) {
+				next, improved = sc, true
+			}
+		}
+		if !improved {
+			return cur
+		}
+		if rs.spent() {
+			return next
+		}
+		cur = next
+	}
+	return cur
+}
+
+// prune drops members whose removal raises Z, then members that fail the rotation
+// conditions (the weakest first), while at least three remain.
+func (rs *ringSearch) prune(cur subsetScreen) subsetScreen {
+	for len(cur.firms) > 3 {
+		var next subsetScreen
+		improved := false
+		for i := range cur.firms {
+			set := slices.Delete(slices.Clone(cur.firms), i, i+1)
+			sc := rs.screen(set)
+			if rs.stop.err != nil {
+				return cur
+			}
+			if sc.n >= minRingTenders && sc.z > cur.z && (!improved || sc.z > next.z) {
+				next, improved = sc, true
+			}
+		}
+		if !improved {
+			break
+		}
+		cur = next
+	}
+	for len(cur.firms) > 3 {
+		w := cur.weakest()
+		if w < 0 {
+			break
+		}
+		cur = rs.screen(slices.Delete(slices.Clone(cur.firms), w, w+1))
+		if rs.stop.err != nil {
+			return cur
+		}
+	}
+	return cur
+}
+
+// normalUpper is P(Z > z) for a standard normal Z.
+func normalUpper(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
