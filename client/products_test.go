@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -66,11 +67,17 @@ func ids[T any](items []T, id func(T) string) []string {
 	return out
 }
 
-// newestFirst returns ids reversed: lists answer newest first.
-func newestFirst(ids []string) []string {
-	out := slices.Clone(ids)
-	slices.Reverse(out)
-	return out
+// newestFirst returns the objects' ids in the order lists answer: created_at descending,
+// then id descending (objects created in the same millisecond are ordered by id).
+func newestFirst(objects []client.Resource) []string {
+	sorted := slices.Clone(objects)
+	slices.SortFunc(sorted, func(a, b client.Resource) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	return ids(sorted, func(r client.Resource) string { return r.ID })
 }
 
 func TestDriftEndToEnd(t *testing.T) {
@@ -80,7 +87,7 @@ func TestDriftEndToEnd(t *testing.T) {
 	ctx := t.Context()
 
 	items := generate(t, c, client.ProductDrift, "shadow_principal_detected", 2, 7)
-	var posted []string
+	var posted []client.Resource
 	for _, item := range items {
 		var in drift.Input
 		if err := item.DecodeRequest(&in); err != nil {
@@ -104,7 +111,7 @@ func TestDriftEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameJSON(t, "POST and GET of "+a.ID, a, got)
-		posted = append(posted, a.ID)
+		posted = append(posted, a.Resource)
 	}
 
 	// The agent's events, sent ahead with IngestDriftEvents under another agent id, are
@@ -131,7 +138,7 @@ func TestDriftEndToEnd(t *testing.T) {
 	if !byID.ShadowPrincipalDetected || byID.EventsAnalyzed != len(first.Events) {
 		t.Fatalf("stored events: detected %v over %d events, want true over %d", byID.ShadowPrincipalDetected, byID.EventsAnalyzed, len(first.Events))
 	}
-	posted = append(posted, byID.ID)
+	posted = append(posted, byID.Resource)
 
 	listed := collect(t, c.ListDriftAnalyses(ctx, client.DriftAnalysisListParams{}))
 	if got := ids(listed, func(a client.DriftAnalysis) string { return a.ID }); !slices.Equal(got, newestFirst(posted)) {
@@ -166,7 +173,7 @@ func TestConvergenceEndToEnd(t *testing.T) {
 	c := s.client(s.testKey)
 	ctx := t.Context()
 
-	var posted []string
+	var posted []client.Resource
 	for _, scenario := range []string{"collusion_found", "competitive"} {
 		for _, item := range generate(t, c, client.ProductConvergence, scenario, 1, 11) {
 			var in convergence.Input
@@ -185,7 +192,7 @@ func TestConvergenceEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameJSON(t, "POST and GET of "+a.ID, a, got)
-			posted = append(posted, a.ID)
+			posted = append(posted, a.Resource)
 		}
 	}
 	listed := collect(t, c.ListConvergenceAnalyses(ctx, client.ConvergenceAnalysisListParams{}))
@@ -249,8 +256,9 @@ func TestCascadeEndToEnd(t *testing.T) {
 	}
 
 	listed := collect(t, c.ListCascadeSimulations(ctx, client.ListParams{Limit: 1}))
-	if got := ids(listed, func(s client.CascadeSimulation) string { return s.ID }); !slices.Equal(got, []string{queued.ID, sim.ID}) {
-		t.Fatalf("listed %v, want [%s %s]", got, queued.ID, sim.ID)
+	want := newestFirst([]client.Resource{sim.Resource, queued.Resource})
+	if got := ids(listed, func(s client.CascadeSimulation) string { return s.ID }); !slices.Equal(got, want) {
+		t.Fatalf("listed %v, want %v", got, want)
 	}
 	page, err := c.CascadeSimulationsPage(ctx, client.ListParams{Limit: 1})
 	if err != nil {
@@ -267,7 +275,7 @@ func TestMeridianEndToEnd(t *testing.T) {
 	c := s.client(s.testKey)
 	ctx := t.Context()
 
-	var posted []string
+	var posted []client.Resource
 	for _, scenario := range []string{"clean", "dirty"} {
 		for _, item := range generate(t, c, client.ProductMeridian, scenario, 1, 5) {
 			var req meridian.Request
@@ -286,7 +294,7 @@ func TestMeridianEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameJSON(t, "POST and GET of "+qc.ID, qc, got)
-			posted = append(posted, qc.ID)
+			posted = append(posted, qc.Resource)
 		}
 	}
 	listed := collect(t, c.ListQualityChecks(ctx, client.QualityCheckListParams{}))
