@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"time"
 )
@@ -60,10 +61,10 @@ func (c *Client) ForRegion(ctx context.Context, region string) (*Client, error) 
 			base = *info.BaseURLs.EU
 		}
 	default:
-		return nil, &Error{Message: "unknown region " + region + " (want default or eu)", Details: map[string]any{}}
+		return nil, fmt.Errorf("riskapi: unknown region %q (want %q or %q)", region, RegionDefault, RegionEU)
 	}
 	if base == "" {
-		return nil, &Error{Message: "the deployment reports no base URL for region " + region, Details: map[string]any{}}
+		return nil, fmt.Errorf("riskapi: the deployment at %s reports no base URL for region %q", c.BaseURL(), region)
 	}
 	copied := *c
 	if err := WithBaseURL(base)(&copied); err != nil {
