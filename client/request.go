@@ -48,8 +48,8 @@ func CaptureResponse(r *Response) RequestOption {
 type Response struct {
 	StatusCode int
 	Header     http.Header
-	// RequestID is the service's id of this HTTP request (X-Request-Id); quote it when asking
-	// about a request. (A replay's body keeps the first request's metadata.request_id.)
+	// RequestID is the service's id of the request (X-Request-Id); quote it when asking
+	// about a request. A replay carries the id of the request it replays.
 	RequestID string
 	// IdempotencyKey is the key the call sent (POST only).
 	IdempotencyKey string
@@ -123,7 +123,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	var payload []byte
 	if body != nil {
 		var err error
-		if payload, err = json.Marshal(body); err != nil {
+		// Deterministic: the same value always encodes to the same bytes, so a repeat under a
+		// caller's Idempotency-Key has the fingerprint of the first (the service hashes the
+		// raw body) even where the value holds a map.
+		if payload, err = json.Marshal(body, json.Deterministic(true)); err != nil {
 			return nil, fmt.Errorf("riskapi: encode %s %s body: %w", method, path, err)
 		}
 	}
