@@ -46,8 +46,8 @@ const (
 // Defaults of the retry policy; the options below change them.
 const (
 	// DefaultMaxRetries is how many times a call is retried after its first attempt: 3, so at
-	// most 4 attempts, which with the default backoff span about 3.5 s of waiting on average
-	// (0.25 + 0.5 + 1 + 2 s expected for full jitter over 0.5, 1, 2, 4 s ceilings).
+	// most 4 attempts, which without Retry-After wait 1.75 s in all on average (0.25 + 0.5 +
+	// 1 s, the means of full jitter under ceilings of 0.5, 1 and 2 s) and at most 3.5 s.
 	DefaultMaxRetries = 3
 	// DefaultInitialBackoff is the ceiling of the first retry's random wait; each retry
 	// doubles it, up to DefaultMaxBackoff.

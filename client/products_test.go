@@ -334,6 +334,12 @@ func TestServiceAccountAndHealth(t *testing.T) {
 	if eu.BaseURL() != euBaseURL {
 		t.Fatalf("EU client calls %s, want %s", eu.BaseURL(), euBaseURL)
 	}
+	if home, err := anonymous.ForRegion(ctx, client.RegionDefault); err != nil || home.BaseURL() != s.http.URL {
+		t.Fatalf("default region: %v %v, want %s", home, err, s.http.URL)
+	}
+	if _, err := anonymous.ForRegion(ctx, "mars"); err == nil {
+		t.Fatal("an unknown region was accepted")
+	}
 	doc, err := anonymous.OpenAPI(ctx)
 	if err != nil {
 		t.Fatal(err)
