@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -357,9 +358,14 @@ func TestServiceAccountAndHealth(t *testing.T) {
 		t.Fatalf("readyz: %+v %v", h, err)
 	}
 
-	acct, err := s.client(s.testKey).Account(ctx)
+	var res client.Response
+	acct, err := s.client(s.testKey).Account(ctx, client.CaptureResponse(&res))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A test key counts against the sandbox's 1,000 requests a day.
+	if rl := res.RateLimit; rl.Limit != 1000 || rl.Remaining != 999 || !rl.Reset.After(time.Now()) || res.Attempts != 1 || res.Replayed {
+		t.Fatalf("response metadata: %+v", res)
 	}
 	if acct.ID != s.account.ID || acct.Livemode || acct.APIKey.Type != "test" || acct.APIKey.Mode != "test" || len(acct.APIKey.Scopes) == 0 {
 		t.Fatalf("account: %+v", acct)

@@ -157,8 +157,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if err == nil {
 			return raw, nil
 		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("riskapi: %s %s: %w (after %d attempts; last: %v)", method, path, ctx.Err(), attempt+1, err)
+		var te *transportError
+		if ctx.Err() != nil && errors.As(err, &te) {
+			return nil, fmt.Errorf("riskapi: %s %s: %w (attempt %d: %v)", method, path, ctx.Err(), attempt+1, err)
 		}
 		if attempt >= c.maxRetries || !retryable(err) {
 			return nil, err
