@@ -25,7 +25,7 @@ func exampleService() (baseURL, testKey string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, stopService, err := launch(dir)
+	s, stopService, err := launch(dir, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

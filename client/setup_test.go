@@ -39,8 +39,9 @@ type service struct {
 // euBaseURL is the EU deployment's base URL the service reports in GET /v1.
 const euBaseURL = "https://eu.api.example.com"
 
-// launch starts a service with its store in dir; stop closes both.
-func launch(dir string) (s *service, stop func(), err error) {
+// launch starts a service with its store in dir; stop closes both. wrap, when not nil,
+// stands between the API and the store (to hold a request at a chosen step).
+func launch(dir string, wrap func(store.Store) httpapi.Store) (s *service, stop func(), err error) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, dir)
 	if err != nil {
@@ -49,8 +50,12 @@ func launch(dir string) (s *service, stop func(), err error) {
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	s = &service{store: st, meter: usage.NewMeter(st, logger)}
 	s.http = httptest.NewUnstartedServer(nil) // 127.0.0.1
+	var api httpapi.Store = st
+	if wrap != nil {
+		api = wrap(st)
+	}
 	server, err := httpapi.NewServer(httpapi.Config{
-		Store: st, Auth: auth.NewAuthenticator(st, time.Now, logger), Limiter: ratelimit.NewMemory(),
+		Store: api, Auth: auth.NewAuthenticator(st, time.Now, logger), Limiter: ratelimit.NewMemory(),
 		Meter: s.meter, Logger: logger, CursorKey: []byte(ident.Random(32)),
 		PublicURL: "http://" + s.http.Listener.Addr().String(), EUPublicURL: euBaseURL,
 		Webhooks: httpapi.WebhookConfig{Targets: delivery.Targets{}},
@@ -83,7 +88,13 @@ func launch(dir string) (s *service, stop func(), err error) {
 // startService launches a service for one test.
 func startService(t testing.TB) *service {
 	t.Helper()
-	s, stop, err := launch(t.TempDir())
+	return startServiceWith(t, nil)
+}
+
+// startServiceWith launches a service whose store wrap wraps.
+func startServiceWith(t testing.TB, wrap func(store.Store) httpapi.Store) *service {
+	t.Helper()
+	s, stop, err := launch(t.TempDir(), wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
