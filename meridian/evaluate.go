@@ -206,6 +206,9 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		PartialUnexpectedList:      []any{},
 		PartialUnexpectedIndexList: []int{},
 		Details:                    map[string]any{},
+		ExpectationType:            c.expectationType,
+		Kwargs:                     c.kwargs,
+		Meta:                       c.meta,
 	}
 	switch c.typ {
 	case CheckCompoundUnique, CheckColumnsPresent, CheckUniqueWithinRecord:
