@@ -431,6 +431,9 @@ func (s *costSheet) timestamps(c *column) float64 {
 func (s *costSheet) check(i int, c *compiled) {
 	ds := s.ds
 	field := "checks[" + strconv.Itoa(i) + "]"
+	if c.expectationType != "" {
+		field = c.field
+	}
 	s.held += memCheckResult
 	ns := float64(costCheck)
 	col := ds.column(c.column)

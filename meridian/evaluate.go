@@ -253,12 +253,7 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		nulls := ds.rows - col.nonNull
 		e.rowByID(&cr, c, col, nil, true, nulls, nulls)
 	case CheckNull:
-		col := ds.column(c.column)
-		bad := make([]bool, len(col.dict.count))
-		for id := 1; id < len(bad); id++ {
-			bad[id] = true
-		}
-		e.rowByID(&cr, c, col, bad, false, col.nonNull, ds.rows-col.nonNull)
+		e.null(&cr, c)
 	case CheckUnique:
 		col := ds.column(c.column)
 		bad := make([]bool, len(col.dict.count))
@@ -301,51 +296,73 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		cr.ObservedValue = ds.rows
 		cr.Success = inBounds(float64(ds.rows), c.min, c.max, false, false)
 	case CheckColumnsPresent:
-		zero := 0
-		cr.MissingCount = &zero
-		missing := []string{}
-		for _, name := range c.columns {
-			if ds.column(name) == nil {
-				missing = append(missing, name)
-			}
-		}
-		cr.ObservedValue = missing
-		cr.Success = len(missing) == 0
-		if c.exact {
-			extra := []string{}
-			for _, name := range ds.Columns() {
-				if !contains(c.columns, name) {
-					extra = append(extra, name)
-				}
-			}
-			cr.Details["unexpected_columns"] = extra
-			cr.Success = cr.Success && len(extra) == 0
-		}
+		e.columnsPresent(&cr, c)
 	case CheckFreshness:
 		e.freshness(&cr, c)
 	case CheckStatisticBetween:
-		col := ds.column(c.column)
-		nulls := ds.rows - col.nonNull
-		cr.MissingCount = &nulls
-		switch c.statistic {
-		case "distinct_count":
-			n := col.dict.size()
-			cr.ObservedValue = n
-			cr.Success = inBounds(float64(n), c.min, c.max, c.strictMin, c.strictMax)
-		case "distinct_ratio":
-			if col.nonNull > 0 {
-				v := float64(col.dict.size()) / float64(col.nonNull)
-				cr.ObservedValue = v
-				cr.Success = inBounds(v, c.min, c.max, c.strictMin, c.strictMax)
-			}
-		default:
-			if v := ptr(col.numeric().statistic(c.statistic)); v != nil {
-				cr.ObservedValue = *v
-				cr.Success = inBounds(*v, c.min, c.max, c.strictMin, c.strictMax)
-			}
-		}
+		e.statisticBetween(&cr, c)
 	}
 	return cr
+}
+
+// null runs null: every non-null value is unexpected.
+func (e *evaluation) null(cr *CheckResult, c *compiled) {
+	col := e.ds.column(c.column)
+	bad := make([]bool, len(col.dict.count))
+	for id := 1; id < len(bad); id++ {
+		bad[id] = true
+	}
+	e.rowByID(cr, c, col, bad, false, col.nonNull, e.ds.rows-col.nonNull)
+}
+
+// columnsPresent runs columns_present: observed, the listed columns the data lacks; with
+// exact, the data's columns not listed fail too (details.unexpected_columns).
+func (e *evaluation) columnsPresent(cr *CheckResult, c *compiled) {
+	zero := 0
+	cr.MissingCount = &zero
+	missing := []string{}
+	for _, name := range c.columns {
+		if e.ds.column(name) == nil {
+			missing = append(missing, name)
+		}
+	}
+	cr.ObservedValue = missing
+	cr.Success = len(missing) == 0
+	if c.exact {
+		extra := []string{}
+		for _, name := range e.ds.Columns() {
+			if !contains(c.columns, name) {
+				extra = append(extra, name)
+			}
+		}
+		cr.Details["unexpected_columns"] = extra
+		cr.Success = cr.Success && len(extra) == 0
+	}
+}
+
+// statisticBetween runs statistic_between: the statistic of the numeric values, or the
+// distinct count or ratio of the non-null values.
+func (e *evaluation) statisticBetween(cr *CheckResult, c *compiled) {
+	col := e.ds.column(c.column)
+	nulls := e.ds.rows - col.nonNull
+	cr.MissingCount = &nulls
+	switch c.statistic {
+	case "distinct_count":
+		n := col.dict.size()
+		cr.ObservedValue = n
+		cr.Success = inBounds(float64(n), c.min, c.max, c.strictMin, c.strictMax)
+	case "distinct_ratio":
+		if col.nonNull > 0 {
+			v := float64(col.dict.size()) / float64(col.nonNull)
+			cr.ObservedValue = v
+			cr.Success = inBounds(v, c.min, c.max, c.strictMin, c.strictMax)
+		}
+	default:
+		if v := ptr(col.numeric().statistic(c.statistic)); v != nil {
+			cr.ObservedValue = *v
+			cr.Success = inBounds(*v, c.min, c.max, c.strictMin, c.strictMax)
+		}
+	}
 }
 
 // inBounds reports min ≤ x ≤ max (min < x where strictMin, x < max where strictMax);
@@ -407,13 +424,7 @@ func (e *evaluation) invalid(c *compiled, col *column) []bool {
 	bad := make([]bool, len(d.count))
 	switch c.typ {
 	case CheckType:
-		want := c.want
-		for id := 1; id < len(bad); id++ {
-			if e.stopped(id) {
-				return bad
-			}
-			bad[id] = d.flags[id]&want == 0
-		}
+		e.markTypes(bad, d.flags, c.want)
 	case CheckBetween:
 		for id := 1; id < len(bad); id++ {
 			if e.stopped(id) {
@@ -437,15 +448,33 @@ func (e *evaluation) invalid(c *compiled, col *column) []bool {
 	case CheckRegex, CheckNotRegex:
 		e.matchRegex(c, col, bad)
 	case CheckLengthBetween:
-		for id := 1; id < len(bad); id++ {
-			if e.stopped(id) {
-				return bad
-			}
-			t := e.ds.text(col, uint32(id))
-			bad[id] = t == nil || !inBounds(float64(runeLen(t)), c.min, c.max, false, false)
-		}
+		e.markLengths(c, col, bad)
 	}
 	return bad
+}
+
+// markTypes marks the values whose flags have none of want's (the loop alone, so that it
+// keeps its registers).
+func (e *evaluation) markTypes(bad []bool, flags []uint8, want uint8) {
+	flags = flags[:len(bad)]
+	for id := 1; id < len(bad); id++ {
+		if e.stopped(id) {
+			return
+		}
+		bad[id] = flags[id]&want == 0
+	}
+}
+
+// markLengths marks the values that are not strings or whose length in code points is
+// outside c's bounds (the loop alone, so that it keeps its registers).
+func (e *evaluation) markLengths(c *compiled, col *column, bad []bool) {
+	for id := 1; id < len(bad); id++ {
+		if e.stopped(id) {
+			return
+		}
+		t := e.ds.text(col, uint32(id))
+		bad[id] = t == nil || !inBounds(float64(runeLen(t)), c.min, c.max, false, false)
+	}
 }
 
 // matchRegex marks the distinct values of col that c finds unexpected: for regex, values
@@ -642,27 +671,53 @@ func (e *evaluation) columnComparison(cr *CheckResult, c *compiled) {
 	l, r := ds.column(c.column), ds.column(c.other)
 	var lt, rt []instant
 	missing, u := 0, 0
-	for row := 0; row < ds.rows; row++ {
-		if e.stopped(row) {
-			return
+	unexpected := func(row int, a, b uint32) {
+		u++
+		if len(cr.PartialUnexpectedIndexList) < partialLimit {
+			cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, []any{e.show(l, a), e.show(r, b)})
+			cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, row)
 		}
-		a, b := l.ids[row], r.ids[row]
-		if a == 0 || b == 0 {
-			// A row with a null is skipped (missing) or, where ignore_row_if does not skip
-			// it, unexpected: as in Great Expectations, a comparison with a null fails.
-			switch {
-			case c.ignoreRowIf == ignoreEither, c.ignoreRowIf == ignoreBoth && a == 0 && b == 0:
+	}
+	if c.ignoreRowIf == ignoreEither {
+		// The default of checks (meridian/1's rule): a row with a null is skipped.
+		for row := 0; row < ds.rows; row++ {
+			if e.stopped(row) {
+				return
+			}
+			a, b := l.ids[row], r.ids[row]
+			if a == 0 || b == 0 {
 				missing++
 				continue
 			}
-		} else if lt == nil {
-			lt, rt = l.timestamps(ds), r.timestamps(ds)
+			if lt == nil {
+				lt, rt = l.timestamps(ds), r.timestamps(ds)
+			}
+			if !ds.compare(l, r, a, b, lt, rt, c.op) {
+				unexpected(row, a, b)
+			}
 		}
-		if a == 0 || b == 0 || !ds.compare(l, r, a, b, lt, rt, c.op) {
-			u++
-			if len(cr.PartialUnexpectedIndexList) < partialLimit {
-				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, []any{e.show(l, a), e.show(r, b)})
-				cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, row)
+	} else {
+		// both_values_are_missing skips rows null on both sides, neither none; a row with a
+		// null that is not skipped is unexpected: as in Great Expectations, a comparison
+		// with a null fails.
+		skipBoth := c.ignoreRowIf == ignoreBoth
+		for row := 0; row < ds.rows; row++ {
+			if e.stopped(row) {
+				return
+			}
+			a, b := l.ids[row], r.ids[row]
+			switch {
+			case a == 0 && b == 0 && skipBoth:
+				missing++
+			case a == 0 || b == 0:
+				unexpected(row, a, b)
+			default:
+				if lt == nil {
+					lt, rt = l.timestamps(ds), r.timestamps(ds)
+				}
+				if !ds.compare(l, r, a, b, lt, rt, c.op) {
+					unexpected(row, a, b)
+				}
 			}
 		}
 	}

@@ -2,7 +2,10 @@ package meridian
 
 import (
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // records is a request on JSON records with the given checks, without the profile.
@@ -147,5 +150,22 @@ func TestNewCheckTypes(t *testing.T) {
 	}
 	if c := byID["within"]; len(c.PartialUnexpectedList) != 3 {
 		t.Errorf("within: list %v", c.PartialUnexpectedList)
+	}
+}
+
+// The cost model names a suite's costliest expectation by its path in the suite.
+func TestEstimateNamesTheExpectation(t *testing.T) {
+	t.Parallel()
+	value := strings.Repeat("a", 300_000)
+	req := Request{SourceID: "s", Data: &Data{Records: []byte(`[{"v": "` + value + `"}]`)}, Now: testNow,
+		Checks: []Check{{Type: CheckNotNull, Column: ptrOf("v")}},
+		ExpectationSuite: jsontext.Value(`{"expectations": [{"type": "expect_column_to_exist", "kwargs": {"column": "v"}},
+			{"type": "expect_column_values_to_match_regex", "kwargs": {"column": "v", "regex": "[a-z]{1000}x"}}]}`)}
+	est, err := Estimate(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Field != "expectation_suite.expectations[1]" {
+		t.Errorf("field %q", est.Field)
 	}
 }

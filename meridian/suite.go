@@ -668,7 +668,7 @@ func compileExpectation(x suiteExpectation) (compiled, error) {
 	if k.types != 0 {
 		c.want = k.types
 	}
-	c.expectationType, c.kwargs, c.meta = x.typ, x.kwargs, x.meta
+	c.expectationType, c.kwargs, c.meta, c.field = x.typ, x.kwargs, x.meta, at
 	return c, nil
 }
 

@@ -127,9 +127,11 @@ type compiled struct {
 	maxAge            time.Duration
 	statistic         string
 
-	// Set on the checks of an expectation suite (suite.go).
+	// Set on the checks of an expectation suite (suite.go), with field, the expectation's
+	// path (expectation_suite.expectations[i]) that errors and the cost model name.
 	expectationType string
 	kwargs, meta    jsontext.Value
+	field           string
 }
 
 // plan is a validated request.

@@ -373,3 +373,52 @@ func compactJSON(t *testing.T, raw json.RawMessage) string {
 	}
 	return jsonText(t, v)
 }
+
+// geExampleBody is the worked example of docs/methods/meridian.md §2a, as it stands there.
+const geExampleBody = `{"source_id": "trips", "data": {"csv": "id,vendor,fare\n1,a,10\n2,b,\n2,z,-5\n"},
+ "expectation_suite": {
+   "name": "trips_suite",
+   "id": "4b3f0f8e-0f5d-4c1e-9d53-3f5e8b2a7c11",
+   "expectations": [
+     {"type": "expect_column_values_to_be_between",
+      "kwargs": {"column": "fare", "min_value": 0, "max_value": 100, "mostly": 0.6},
+      "meta": {"notes": "fares are positive"}, "id": "9a1d6c52-7f0e-4f8a-b1a4-0c2d9e6f3b70",
+      "severity": "critical", "rendered_content": null},
+     {"type": "expect_column_values_to_be_in_set",
+      "kwargs": {"column": "vendor", "value_set": ["a", "b"]},
+      "meta": {}, "id": "2c7e4a90-3b1d-4e6f-8a25-7d9c0b1e5f42"},
+     {"type": "expect_column_values_to_be_unique", "kwargs": {"column": "id"}, "meta": {},
+      "id": "e5b8d2f1-6a3c-4d7e-9f10-2b4c6d8e0a13"}],
+   "meta": {"great_expectations_version": "1.3.5"},
+   "notes": null},
+ "profile": false}`
+
+// The documented example gives the documented results.
+func TestMeridianGreatExpectationsSuiteExample(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	r := b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, geExampleBody)
+	if r.status != http.StatusOK {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	checks := r.field("data.checks").([]any)
+	first := checks[0].(map[string]any)
+	want := `{"column":"fare","details":{},"element_count":3,"expectation_type":"expect_column_values_to_be_between",` +
+		`"id":"9a1d6c52-7f0e-4f8a-b1a4-0c2d9e6f3b70","kwargs":{"column":"fare","max_value":100,"min_value":0,"mostly":0.6},` +
+		`"meta":{"notes":"fares are positive"},"missing_count":1,"observed_value":null,"partial_unexpected_index_list":[2],` +
+		`"partial_unexpected_list":["-5"],"severity":"error","success":false,"type":"between","unexpected_count":1,` +
+		`"unexpected_percent":50,"unexpected_percent_nonmissing":50,"unexpected_percent_total":33.333333333333336}`
+	if got := jsonText(t, first); got != want {
+		t.Errorf("first result:\n%s\nwant\n%s", got, want)
+	}
+	inSet, unique := checks[1].(map[string]any), checks[2].(map[string]any)
+	if inSet["success"] != false || inSet["unexpected_count"] != 1.0 || jsonText(t, inSet["partial_unexpected_list"]) != `["z"]` {
+		t.Errorf("in_set: %v", inSet)
+	}
+	if unique["success"] != false || unique["unexpected_count"] != 2.0 || jsonText(t, unique["partial_unexpected_index_list"]) != `[1,2]` {
+		t.Errorf("unique: %v", unique)
+	}
+	if r.field("data.passed") != false {
+		t.Errorf("passed %v", r.field("data.passed"))
+	}
+}

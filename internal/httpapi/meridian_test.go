@@ -61,7 +61,7 @@ func TestMeridianRecordsFailingCheck(t *testing.T) {
 	}
 }
 
-// CSV: a delimiter sent first is used; the same data as records and as CSV give the same
+// CSV: the delimiter is used wherever it stands in data; the same data as records and as CSV give the same
 // counts; a passing check emits nothing.
 func TestMeridianCSV(t *testing.T) {
 	t.Parallel()
