@@ -480,6 +480,11 @@ func (s *costSheet) check(i int, c *compiled) {
 		// The pairs of a pass are at most the rows, and at most the keys of the previous
 		// pass times the distinct values of the column.
 		ns += rows * costKeyRow
+		if c.ignoreRowIf != ignoreAny {
+			// Nulls as values: every column's ids copied, shifted (4 bytes a row each).
+			ns += rows * float64(len(cols)) * costDistinct
+			s.pass(4 * rows * float64(len(cols)))
+		}
 		keys, pairs := float64(s.factsOf(cols[0]).distinct), 0.0
 		for _, cc := range cols[1:] {
 			keys = min(rows, keys*float64(s.factsOf(cc).distinct+1))

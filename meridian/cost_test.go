@@ -220,6 +220,7 @@ func checkTypeCases() []struct {
 		{"unique", Check{Type: CheckUnique, Column: col("num")}},
 		{"compound_unique of ten-value columns", Check{Type: CheckCompoundUnique, Columns: []string{"cat", "cat2"}}},
 		{"compound_unique of distinct columns", Check{Type: CheckCompoundUnique, Columns: []string{"num", "num2"}}},
+		{"compound_unique, nulls as values", Check{Type: CheckCompoundUnique, Columns: []string{"id", "cat", "cat2"}, IgnoreRowIf: col("all_values_are_missing")}},
 		{"type", Check{Type: CheckType, Column: col("num"), Expected: col("integer")}},
 		{"between", Check{Type: CheckBetween, Column: col("num"), Min: ptrOf(0.0), Max: ptrOf(1000.0)}},
 		{"in_set", Check{Type: CheckInSet, Column: col("flag"), Values: jsonValues(`"y"`)}},

@@ -593,22 +593,34 @@ func (d *Dataset) lookup(col *column, v jsontext.Value) uint32 {
 	return col.dict.findBytes(text, hashBytes(d, text))
 }
 
+// compoundUnique runs compound_unique. With ignore_row_if any_value_is_missing (the rule of
+// checks) a row with a null key column is skipped; with all_values_are_missing (Great
+// Expectations' default, a suite's) only rows null in every key column are, and never skips
+// none: a null is then a value of the key, equal to other nulls (as pandas' duplicated).
 func (e *evaluation) compoundUnique(cr *CheckResult, c *compiled) {
 	ds := e.ds
 	cols := make([]*column, len(c.columns))
+	ids := make([][]uint32, len(c.columns)) // per column, the ids the keys are built from
+	nullAsValue := c.ignoreRowIf != ignoreAny
 	for i, name := range c.columns {
 		cols[i] = ds.column(name)
+		ids[i] = cols[i].ids
+		if nullAsValue {
+			if ids[i] = e.nullAsValue(cols[i].ids); ids[i] == nil {
+				return
+			}
+		}
 	}
 	key := make([]uint32, ds.rows)
-	copy(key, cols[0].ids)
+	copy(key, ids[0])
 	next := uint32(0)
-	for _, col := range cols[1:] {
+	for _, colIDs := range ids[1:] {
 		if e.ctx.Err() != nil {
 			return // Analyze returns the context's error
 		}
 		pairs := make(map[uint64]uint32, min(ds.rows, 1<<16))
 		next = 0
-		for r, id := range col.ids {
+		for r, id := range colIDs {
 			if e.stopped(r) {
 				return
 			}
@@ -628,6 +640,26 @@ func (e *evaluation) compoundUnique(cr *CheckResult, c *compiled) {
 	}
 	if len(cols) == 1 {
 		next = uint32(cols[0].dict.size())
+		if nullAsValue {
+			next++
+		}
+	}
+	if c.ignoreRowIf == ignoreAll {
+		for r := range key {
+			if e.stopped(r) {
+				return
+			}
+			allNull := true
+			for _, col := range cols {
+				if col.ids[r] != 0 {
+					allNull = false
+					break
+				}
+			}
+			if allNull {
+				key[r] = 0
+			}
+		}
 	}
 	count := make([]uint32, next+1)
 	missing := 0
@@ -772,6 +804,19 @@ func (d *Dataset) compare(l, r *column, a, b uint32, lt, rt []instant, op string
 		return c > 0
 	}
 	return false
+}
+
+// nullAsValue returns ids with every id shifted up by one and nulls as 1, so that a null
+// takes part in a key as a value (never 0, the skipped key); nil when ctx has ended.
+func (e *evaluation) nullAsValue(ids []uint32) []uint32 {
+	out := make([]uint32, len(ids))
+	for r, id := range ids {
+		if e.stopped(r) {
+			return nil
+		}
+		out[r] = id + 1
+	}
+	return out
 }
 
 // timestamps returns the parsed instant of every distinct value (zero where not a timestamp).

@@ -1,6 +1,7 @@
 package meridian
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -167,5 +168,33 @@ func TestEstimateNamesTheExpectation(t *testing.T) {
 	}
 	if est.Field != "expectation_suite.expectations[1]" {
 		t.Errorf("field %q", est.Field)
+	}
+}
+
+// compound_unique's ignore_row_if: any_value_is_missing (the default of checks) skips a row
+// with a null key column; all_values_are_missing (GE's default) only rows null in every key
+// column, and a null is then a value of the key, equal to other nulls; never skips none.
+func TestCompoundUniqueIgnoreRowIf(t *testing.T) {
+	t.Parallel()
+	rows := `[{"a": 1, "b": null}, {"a": 1, "b": null}, {"a": null, "b": null}, {"b": null}, {"a": 2, "b": 3}]`
+	for _, w := range []struct {
+		ignore              *string
+		unexpected, missing int
+		list                string
+	}{
+		{nil, 0, 4, `[]`},
+		{ptrOf("any_value_is_missing"), 0, 4, `[]`},
+		{ptrOf("all_values_are_missing"), 2, 2, `[[1,null],[1,null]]`},
+		{ptrOf("never"), 4, 0, `[[1,null],[1,null],[null,null],[null,null]]`},
+	} {
+		res, err := analyzeAt(records(rows, Check{Type: CheckCompoundUnique, Columns: []string{"a", "b"}, IgnoreRowIf: w.ignore}), testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := res.Checks[0]
+		list, _ := json.Marshal(c.PartialUnexpectedList)
+		if *c.UnexpectedCount != w.unexpected || *c.MissingCount != w.missing || string(list) != w.list {
+			t.Errorf("ignore_row_if %v: unexpected %d missing %d list %s; want %d %d %s", w.ignore, *c.UnexpectedCount, *c.MissingCount, list, w.unexpected, w.missing, w.list)
+		}
 	}
 }

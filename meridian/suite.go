@@ -48,23 +48,10 @@ var geExpectations = map[string]geExpectation{
 	"expect_column_values_to_be_null":     {CheckNull, []string{"column", "mostly"}, geColumn},
 	"expect_column_values_to_be_unique":   {CheckUnique, []string{"column", "mostly"}, geColumn},
 	"expect_compound_columns_to_be_unique": {CheckCompoundUnique, []string{"column_list", "mostly", "ignore_row_if"}, func(k *geKwargs, c *Check) error {
-		// Meridian skips rows with a null in any key column: GE's any_value_is_missing.
-		if v, err := k.str("ignore_row_if", false); err != nil {
-			return err
-		} else if v != nil && *v != ignoreAny {
-			return k.invalid("ignore_row_if", "string (any_value_is_missing)", "string",
-				"%q is not supported: Meridian's compound_unique skips rows with a null in any key column (any_value_is_missing); omit ignore_row_if or send that value.", *v)
-		}
-		return geColumnList(k, c, "column_list")
+		return geMulticolumn(k, c)
 	}},
 	"expect_select_column_values_to_be_unique_within_record": {CheckUniqueWithinRecord, []string{"column_list", "mostly", "ignore_row_if"}, func(k *geKwargs, c *Check) error {
-		v, err := k.str("ignore_row_if", false)
-		c.IgnoreRowIf = v
-		k.rename("ignore_row_if", "ignore_row_if")
-		if err != nil {
-			return err
-		}
-		return geColumnList(k, c, "column_list")
+		return geMulticolumn(k, c)
 	}},
 	"expect_column_values_to_be_of_type":           {CheckType, []string{"column", "type_", "mostly"}, geType},
 	"expect_column_values_to_be_in_type_list":      {CheckType, []string{"column", "type_list", "mostly"}, geType},
@@ -157,6 +144,21 @@ func geColumn(k *geKwargs, c *Check) error {
 	col, err := k.str("column", true)
 	c.Column = col
 	return err
+}
+
+// geMulticolumn reads a multicolumn expectation: column_list and ignore_row_if, whose default
+// in a suite is GE's, all_values_are_missing.
+func geMulticolumn(k *geKwargs, c *Check) error {
+	v, err := k.str("ignore_row_if", false)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		v = ptrOf(ignoreAll)
+	}
+	c.IgnoreRowIf = v
+	k.rename("ignore_row_if", "ignore_row_if")
+	return geColumnList(k, c, "column_list")
 }
 
 func geColumnList(k *geKwargs, c *Check, name string) error {

@@ -49,7 +49,7 @@ func CheckTypes() []string {
 var checkParams = map[string][]string{
 	CheckNotNull:          {"column"},
 	CheckUnique:           {"column"},
-	CheckCompoundUnique:   {"columns"},
+	CheckCompoundUnique:   {"columns", "ignore_row_if"},
 	CheckType:             {"column", "expected"},
 	CheckBetween:          {"column", "min", "max", "strict", "strict_min", "strict_max"},
 	CheckInSet:            {"column", "values"},
@@ -80,8 +80,8 @@ var (
 	statistics    = []string{"mean", "median", "min", "max", "sum", "stddev", "distinct_count", "distinct_ratio"}
 	matchOns      = []string{"any", "all"}
 	// pairIgnores are the ignore_row_if values of column_comparison (Great Expectations'
-	// column-pair expectations); rowIgnores those of unique_within_record (its
-	// multicolumn expectation).
+	// column-pair expectations); rowIgnores those of compound_unique and
+	// unique_within_record (its multicolumn expectations).
 	pairIgnores = []string{ignoreEither, ignoreBoth, ignoreNeither}
 	rowIgnores  = []string{ignoreAll, ignoreAny, ignoreNever}
 )
@@ -91,8 +91,8 @@ const (
 	ignoreEither  = "either_value_is_missing" // column_comparison's default in checks
 	ignoreBoth    = "both_values_are_missing" // Great Expectations' default
 	ignoreNeither = "neither"
-	ignoreAll     = "all_values_are_missing" // unique_within_record's default, as in GE
-	ignoreAny     = "any_value_is_missing"
+	ignoreAll     = "all_values_are_missing" // GE's default; unique_within_record's
+	ignoreAny     = "any_value_is_missing"   // compound_unique's default in checks
 	ignoreNever   = "never"
 )
 
@@ -473,7 +473,10 @@ func compileCheck(i int, in *Check) (compiled, error) {
 	case CheckNotNull, CheckUnique, CheckNull:
 		c.column, err = needColumn("column", in.Column)
 	case CheckCompoundUnique:
-		c.columns, err = needColumns()
+		if c.columns, err = needColumns(); err != nil {
+			break
+		}
+		c.ignoreRowIf, err = choice(i, "ignore_row_if", in.IgnoreRowIf, ignoreAny, rowIgnores)
 	case CheckColumnsPresent:
 		c.columns, err = needColumns()
 		c.exact = in.Exact != nil && *in.Exact

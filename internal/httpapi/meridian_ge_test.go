@@ -35,6 +35,7 @@ const geSuite = `{
     {"type": "expect_column_values_to_be_null", "kwargs": {"column": "note", "mostly": 0.9}, "meta": {}, "id": "note_null"},
     {"type": "expect_column_values_to_be_unique", "kwargs": {"column": "id"}, "meta": {}, "id": "id_unique"},
     {"type": "expect_compound_columns_to_be_unique", "kwargs": {"column_list": ["vendor", "tip"], "ignore_row_if": "any_value_is_missing"}, "meta": {}, "id": "vendor_tip_unique"},
+    {"type": "expect_compound_columns_to_be_unique", "kwargs": {"column_list": ["vendor", "note"]}, "meta": {}, "id": "vendor_note_unique"},
     {"type": "expect_select_column_values_to_be_unique_within_record", "kwargs": {"column_list": ["fare", "tip"]}, "meta": {}, "id": "fare_tip_within"},
     {"type": "expect_column_values_to_be_of_type", "kwargs": {"column": "id", "type_": "int"}, "meta": {}, "id": "id_int"},
     {"type": "expect_column_values_to_be_in_type_list", "kwargs": {"column": "code", "type_list": ["int", "str"], "mostly": 0.9}, "meta": {}, "id": "code_types"},
@@ -93,6 +94,10 @@ var geWants = map[string]geWant{
 	"id_unique": {"unique", false, 2.0, 0, 20.0, []float64{4, 5}, nil},
 	// (a, 1) on rows 0 and 6; rows 2, 4 and 9 have a null and are skipped.
 	"vendor_tip_unique": {"compound_unique", false, 2.0, 3, 200.0 / 7, []float64{0, 6}, nil},
+	// GE's default ignore_row_if all_values_are_missing: only row 4 (both null) is skipped;
+	// a null is a value of the key, equal to other nulls: (a, null) on rows 0, 2, 6, 7 and
+	// (b, null) on rows 1, 5, 8.
+	"vendor_note_unique": {"compound_unique", false, 7.0, 1, 700.0 / 9, []float64{0, 1, 2, 5, 6, 7, 8}, nil},
 	// 30 = 30 on row 3; row 2 is all null (skipped by GE's default all_values_are_missing).
 	"fare_tip_within": {"unique_within_record", false, 1.0, 1, 100.0 / 9, []float64{3}, nil},
 	"id_int":          {"type", true, 0.0, 0, 0.0, []float64{}, nil},
@@ -230,19 +235,22 @@ func TestMeridianGreatExpectationsSuite(t *testing.T) {
 		}
 	}
 	// GE's severities: critical is an error, warning a warning.
-	if checks[0].(map[string]any)["severity"] != "error" || checks[12].(map[string]any)["severity"] != "warning" {
-		t.Errorf("severities %v %v", checks[0].(map[string]any)["severity"], checks[12].(map[string]any)["severity"])
+	if checks[0].(map[string]any)["severity"] != "error" || checks[13].(map[string]any)["severity"] != "warning" {
+		t.Errorf("severities %v %v", checks[0].(map[string]any)["severity"], checks[13].(map[string]any)["severity"])
 	}
 	// Partial lists show GE's values: a pair as [A, B] with the null side, a record's
 	// values, a type-list miss never.
-	pair := checks[20].(map[string]any)["partial_unexpected_list"]
+	pair := checks[21].(map[string]any)["partial_unexpected_list"]
 	if got := jsonText(t, pair); got != `[[3,4],[null,6],[9,null]]` {
 		t.Errorf("end_after_start list %s", got)
 	}
-	if got := jsonText(t, checks[5].(map[string]any)["partial_unexpected_list"]); got != `[[30,30]]` {
+	if got := jsonText(t, checks[5].(map[string]any)["partial_unexpected_list"]); got != `[["a",null],["b",null],["a",null],["b",null],["a",null],["a",null],["b",null]]` {
+		t.Errorf("vendor_note_unique list %s", got)
+	}
+	if got := jsonText(t, checks[6].(map[string]any)["partial_unexpected_list"]); got != `[[30,30]]` {
 		t.Errorf("fare_tip_within list %s", got)
 	}
-	if got := jsonText(t, checks[26].(map[string]any)["details"].(map[string]any)["unexpected_columns"]); got != `["fare","tip","code","note","start","end"]` {
+	if got := jsonText(t, checks[27].(map[string]any)["details"].(map[string]any)["unexpected_columns"]); got != `["fare","tip","code","note","start","end"]` {
 		t.Errorf("columns_subset_exact unexpected_columns %s", got)
 	}
 	// Every expectation type of the table is covered.
