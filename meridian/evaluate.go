@@ -294,7 +294,7 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		zero := 0
 		cr.MissingCount = &zero
 		cr.ObservedValue = ds.rows
-		cr.Success = inBounds(float64(ds.rows), c.min, c.max, false, false)
+		cr.Success = inBounds(float64(ds.rows), c.min, c.max, c.strictMin, c.strictMax)
 	case CheckColumnsPresent:
 		e.columnsPresent(&cr, c)
 	case CheckFreshness:
@@ -473,7 +473,7 @@ func (e *evaluation) markLengths(c *compiled, col *column, bad []bool) {
 			return
 		}
 		t := e.ds.text(col, uint32(id))
-		bad[id] = t == nil || !inBounds(float64(runeLen(t)), c.min, c.max, false, false)
+		bad[id] = t == nil || !inBounds(float64(runeLen(t)), c.min, c.max, c.strictMin, c.strictMax)
 	}
 }
 

@@ -198,3 +198,26 @@ func TestCompoundUniqueIgnoreRowIf(t *testing.T) {
 		}
 	}
 }
+
+// strict_min and strict_max exclude their bound in length_between and row_count_between.
+func TestStrictBoundsOfLengthsAndRowCounts(t *testing.T) {
+	t.Parallel()
+	res, err := analyzeAt(records(`[{"s": "ab"}, {"s": "abc"}, {"s": "abcd"}]`,
+		Check{Type: CheckLengthBetween, Column: ptrOf("s"), Min: ptrOf(2.0), Max: ptrOf(4.0), StrictMin: ptrOf(true)},
+		Check{Type: CheckLengthBetween, Column: ptrOf("s"), Min: ptrOf(2.0), Max: ptrOf(4.0), StrictMax: ptrOf(true)},
+		Check{Type: CheckRowCountBetween, Min: ptrOf(3.0), StrictMin: ptrOf(true)},
+		Check{Type: CheckRowCountBetween, Max: ptrOf(3.0)},
+	), testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Checks[0]; *c.UnexpectedCount != 1 || c.PartialUnexpectedIndexList[0] != 0 {
+		t.Errorf("strict_min: %+v", c)
+	}
+	if c := res.Checks[1]; *c.UnexpectedCount != 1 || c.PartialUnexpectedIndexList[0] != 2 {
+		t.Errorf("strict_max: %+v", c)
+	}
+	if res.Checks[2].Success || !res.Checks[3].Success {
+		t.Errorf("row counts: %v %v", res.Checks[2].Success, res.Checks[3].Success)
+	}
+}

@@ -62,7 +62,7 @@ var geExpectations = map[string]geExpectation{
 	"expect_column_values_to_not_match_regex":      {CheckNotRegex, []string{"column", "regex", "mostly"}, geRegex},
 	"expect_column_values_to_match_regex_list":     {CheckRegex, []string{"column", "regex_list", "match_on", "mostly"}, geRegexList},
 	"expect_column_values_to_not_match_regex_list": {CheckNotRegex, []string{"column", "regex_list", "match_on", "mostly"}, geRegexList},
-	"expect_column_value_lengths_to_be_between":    {CheckLengthBetween, []string{"column", "min_value", "max_value", "mostly"}, geBetween},
+	"expect_column_value_lengths_to_be_between":    {CheckLengthBetween, []string{"column", "min_value", "max_value", "strict_min", "strict_max", "mostly"}, geBetween},
 	"expect_column_value_lengths_to_equal": {CheckLengthBetween, []string{"column", "value", "mostly"}, func(k *geKwargs, c *Check) error {
 		return geEqual(k, c)
 	}},
@@ -84,7 +84,7 @@ var geExpectations = map[string]geExpectation{
 		c.Operator = &op
 		return gePair(k, c)
 	}},
-	"expect_table_row_count_to_be_between": {CheckRowCountBetween, []string{"min_value", "max_value"}, geBetween},
+	"expect_table_row_count_to_be_between": {CheckRowCountBetween, []string{"min_value", "max_value", "strict_min", "strict_max"}, geBetween},
 	"expect_table_row_count_to_equal": {CheckRowCountBetween, []string{"value"}, func(k *geKwargs, c *Check) error {
 		return geEqual(k, c)
 	}},

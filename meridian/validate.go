@@ -54,10 +54,10 @@ var checkParams = map[string][]string{
 	CheckBetween:          {"column", "min", "max", "strict", "strict_min", "strict_max"},
 	CheckInSet:            {"column", "values"},
 	CheckRegex:            {"column", "pattern", "patterns", "match_on"},
-	CheckLengthBetween:    {"column", "min", "max"},
+	CheckLengthBetween:    {"column", "min", "max", "strict_min", "strict_max"},
 	CheckColumnComparison: {"column", "operator", "other", "ignore_row_if"},
 	CheckOutliers:         {"column", "method", "threshold"},
-	CheckRowCountBetween:  {"min", "max"},
+	CheckRowCountBetween:  {"min", "max", "strict_min", "strict_max"},
 	CheckColumnsPresent:   {"columns", "exact"},
 	CheckFreshness:        {"column", "max_age"},
 	CheckStatisticBetween: {"column", "statistic", "min", "max", "strict_min", "strict_max"},
@@ -466,6 +466,7 @@ func compileCheck(i int, in *Check) (compiled, error) {
 			return checkErr(i, "max", exp+" (at least min)", "number", "(%v) is below min (%v).", *in.Max, *in.Min)
 		}
 		c.min, c.max = in.Min, in.Max
+		c.strictMin, c.strictMax = flagOr(in.StrictMin, false), flagOr(in.StrictMax, false)
 		return nil
 	}
 	var err error
@@ -501,7 +502,9 @@ func compileCheck(i int, in *Check) (compiled, error) {
 		if c.column, err = needColumn("column", in.Column); err != nil {
 			break
 		}
-		err = bounds(false)
+		if err = bounds(false); err != nil {
+			break
+		}
 		strict := in.Strict != nil && *in.Strict
 		c.strictMin = flagOr(in.StrictMin, strict)
 		c.strictMax = flagOr(in.StrictMax, strict)
@@ -603,8 +606,6 @@ func compileCheck(i int, in *Check) (compiled, error) {
 		default:
 			c.statistic = *in.Statistic
 			err = bounds(false)
-			c.strictMin = flagOr(in.StrictMin, false)
-			c.strictMax = flagOr(in.StrictMax, false)
 		}
 	}
 	return c, err
