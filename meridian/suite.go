@@ -44,25 +44,21 @@ var geCommonKwargs = []string{"result_format", "catch_exceptions", "include_conf
 
 // geExpectations is the contract's table.
 var geExpectations = map[string]geExpectation{
-	"expect_column_values_to_not_be_null": {CheckNotNull, []string{"column", "mostly"}, geColumn},
-	"expect_column_values_to_be_null":     {CheckNull, []string{"column", "mostly"}, geColumn},
-	"expect_column_values_to_be_unique":   {CheckUnique, []string{"column", "mostly"}, geColumn},
-	"expect_compound_columns_to_be_unique": {CheckCompoundUnique, []string{"column_list", "mostly", "ignore_row_if"}, func(k *geKwargs, c *Check) error {
-		return geMulticolumn(k, c)
-	}},
-	"expect_select_column_values_to_be_unique_within_record": {CheckUniqueWithinRecord, []string{"column_list", "mostly", "ignore_row_if"}, func(k *geKwargs, c *Check) error {
-		return geMulticolumn(k, c)
-	}},
-	"expect_column_values_to_be_of_type":           {CheckType, []string{"column", "type_", "mostly"}, geType},
-	"expect_column_values_to_be_in_type_list":      {CheckType, []string{"column", "type_list", "mostly"}, geType},
-	"expect_column_values_to_be_between":           {CheckBetween, []string{"column", "min_value", "max_value", "strict_min", "strict_max", "mostly"}, geBetween},
-	"expect_column_values_to_be_in_set":            {CheckInSet, []string{"column", "value_set", "mostly"}, geValueSet},
-	"expect_column_values_to_not_be_in_set":        {CheckNotInSet, []string{"column", "value_set", "mostly"}, geValueSet},
-	"expect_column_values_to_match_regex":          {CheckRegex, []string{"column", "regex", "mostly"}, geRegex},
-	"expect_column_values_to_not_match_regex":      {CheckNotRegex, []string{"column", "regex", "mostly"}, geRegex},
-	"expect_column_values_to_match_regex_list":     {CheckRegex, []string{"column", "regex_list", "match_on", "mostly"}, geRegexList},
-	"expect_column_values_to_not_match_regex_list": {CheckNotRegex, []string{"column", "regex_list", "match_on", "mostly"}, geRegexList},
-	"expect_column_value_lengths_to_be_between":    {CheckLengthBetween, []string{"column", "min_value", "max_value", "strict_min", "strict_max", "mostly"}, geBetween},
+	"expect_column_values_to_not_be_null":                    {CheckNotNull, []string{"column", "mostly"}, geColumn},
+	"expect_column_values_to_be_null":                        {CheckNull, []string{"column", "mostly"}, geColumn},
+	"expect_column_values_to_be_unique":                      {CheckUnique, []string{"column", "mostly"}, geColumn},
+	"expect_compound_columns_to_be_unique":                   {CheckCompoundUnique, []string{"column_list", "mostly", "ignore_row_if"}, geMulticolumn},
+	"expect_select_column_values_to_be_unique_within_record": {CheckUniqueWithinRecord, []string{"column_list", "mostly", "ignore_row_if"}, geMulticolumn},
+	"expect_column_values_to_be_of_type":                     {CheckType, []string{"column", "type_", "mostly"}, geType},
+	"expect_column_values_to_be_in_type_list":                {CheckType, []string{"column", "type_list", "mostly"}, geType},
+	"expect_column_values_to_be_between":                     {CheckBetween, []string{"column", "min_value", "max_value", "strict_min", "strict_max", "mostly"}, geBetween},
+	"expect_column_values_to_be_in_set":                      {CheckInSet, []string{"column", "value_set", "mostly"}, geValueSet},
+	"expect_column_values_to_not_be_in_set":                  {CheckNotInSet, []string{"column", "value_set", "mostly"}, geValueSet},
+	"expect_column_values_to_match_regex":                    {CheckRegex, []string{"column", "regex", "mostly"}, geRegex},
+	"expect_column_values_to_not_match_regex":                {CheckNotRegex, []string{"column", "regex", "mostly"}, geRegex},
+	"expect_column_values_to_match_regex_list":               {CheckRegex, []string{"column", "regex_list", "match_on", "mostly"}, geRegexList},
+	"expect_column_values_to_not_match_regex_list":           {CheckNotRegex, []string{"column", "regex_list", "match_on", "mostly"}, geRegexList},
+	"expect_column_value_lengths_to_be_between":              {CheckLengthBetween, []string{"column", "min_value", "max_value", "strict_min", "strict_max", "mostly"}, geBetween},
 	"expect_column_value_lengths_to_equal": {CheckLengthBetween, []string{"column", "value", "mostly"}, func(k *geKwargs, c *Check) error {
 		return geEqual(k, c)
 	}},
