@@ -220,6 +220,7 @@ func checkTypeCases() []struct {
 		{"unique", Check{Type: CheckUnique, Column: col("num")}},
 		{"compound_unique of ten-value columns", Check{Type: CheckCompoundUnique, Columns: []string{"cat", "cat2"}}},
 		{"compound_unique of distinct columns", Check{Type: CheckCompoundUnique, Columns: []string{"num", "num2"}}},
+		{"compound_unique, nulls as values", Check{Type: CheckCompoundUnique, Columns: []string{"id", "cat", "cat2"}, IgnoreRowIf: col("all_values_are_missing")}},
 		{"type", Check{Type: CheckType, Column: col("num"), Expected: col("integer")}},
 		{"between", Check{Type: CheckBetween, Column: col("num"), Min: ptrOf(0.0), Max: ptrOf(1000.0)}},
 		{"in_set", Check{Type: CheckInSet, Column: col("flag"), Values: jsonValues(`"y"`)}},
@@ -233,6 +234,15 @@ func checkTypeCases() []struct {
 		{"columns_present", Check{Type: CheckColumnsPresent, Columns: []string{"id", "num", "nope"}}},
 		{"freshness", Check{Type: CheckFreshness, Column: col("ts"), MaxAge: col("1d")}},
 		{"statistic_between", Check{Type: CheckStatisticBetween, Column: col("num"), Statistic: col("median")}},
+		{"null", Check{Type: CheckNull, Column: col("txt")}},
+		{"not_in_set", Check{Type: CheckNotInSet, Column: col("flag"), Values: jsonValues(`"n"`, `"z"`)}},
+		{"not_regex", Check{Type: CheckNotRegex, Column: col("txt"), Pattern: col(`^x+[0-9]+5$`)}},
+		{"regex with three patterns, match_on all", Check{Type: CheckRegex, Column: col("txt"), Patterns: []string{`^x+`, `[0-9]+$`, `7`}, MatchOn: col("all")}},
+		{"unique_within_record of two distinct columns", Check{Type: CheckUniqueWithinRecord, Columns: []string{"num", "num2"}}},
+		{"unique_within_record of four columns", Check{Type: CheckUniqueWithinRecord, Columns: []string{"cat", "cat2", "flag", "id"}}},
+		{"column_comparison, both_values_are_missing", Check{Type: CheckColumnComparison, Column: col("num"), Operator: col("!="), Other: col("num2"), IgnoreRowIf: col("both_values_are_missing")}},
+		{"columns_present exact", Check{Type: CheckColumnsPresent, Columns: []string{"id", "num"}, Exact: ptrOf(true)}},
+		{"statistic_between distinct_ratio", Check{Type: CheckStatisticBetween, Column: col("cat"), Statistic: col("distinct_ratio"), Max: ptrOf(0.5)}},
 	}
 }
 

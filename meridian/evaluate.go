@@ -156,6 +156,10 @@ type evaluation struct {
 	conU, conN int
 	outU, outN int
 	timeliness []float64
+
+	// keys maps the values of several columns to one id space (unique_within_record
+	// compares values across columns); built on first use.
+	keys map[string]uint32
 }
 
 // ctxEvery is how many iterations of a loop over values or rows run between checks of the
@@ -202,9 +206,12 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		PartialUnexpectedList:      []any{},
 		PartialUnexpectedIndexList: []int{},
 		Details:                    map[string]any{},
+		ExpectationType:            c.expectationType,
+		Kwargs:                     c.kwargs,
+		Meta:                       c.meta,
 	}
 	switch c.typ {
-	case CheckCompoundUnique, CheckColumnsPresent:
+	case CheckCompoundUnique, CheckColumnsPresent, CheckUniqueWithinRecord:
 		cr.Columns = c.columns
 	case CheckRowCountBetween:
 	default:
@@ -215,12 +222,13 @@ func (e *evaluation) run(c *compiled) CheckResult {
 	var needed []string
 	switch c.typ {
 	case CheckRowCountBetween, CheckColumnsPresent:
-	case CheckCompoundUnique:
+	case CheckCompoundUnique, CheckUniqueWithinRecord:
 		needed = c.columns
 	case CheckColumnComparison:
 		needed = []string{c.column, c.other}
 		cr.Details["operator"] = c.op
 		cr.Details["other"] = c.other
+		cr.Details["ignore_row_if"] = c.ignoreRowIf
 	default:
 		needed = []string{c.column}
 	}
@@ -244,6 +252,8 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		}
 		nulls := ds.rows - col.nonNull
 		e.rowByID(&cr, c, col, nil, true, nulls, nulls)
+	case CheckNull:
+		e.null(&cr, c)
 	case CheckUnique:
 		col := ds.column(c.column)
 		bad := make([]bool, len(col.dict.count))
@@ -262,7 +272,7 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		e.rowByID(&cr, c, col, bad, false, u, ds.rows-col.nonNull)
 	case CheckCompoundUnique:
 		e.compoundUnique(&cr, c)
-	case CheckType, CheckBetween, CheckInSet, CheckRegex, CheckLengthBetween:
+	case CheckType, CheckBetween, CheckInSet, CheckRegex, CheckLengthBetween, CheckNotInSet, CheckNotRegex:
 		col := ds.column(c.column)
 		bad := e.invalid(c, col)
 		u := 0
@@ -274,6 +284,8 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		e.valU += u
 		e.valN += col.nonNull
 		e.rowByID(&cr, c, col, bad, false, u, ds.rows-col.nonNull)
+	case CheckUniqueWithinRecord:
+		e.uniqueWithinRecord(&cr, c)
 	case CheckColumnComparison:
 		e.columnComparison(&cr, c)
 	case CheckOutliers:
@@ -282,39 +294,84 @@ func (e *evaluation) run(c *compiled) CheckResult {
 		zero := 0
 		cr.MissingCount = &zero
 		cr.ObservedValue = ds.rows
-		cr.Success = inBounds(float64(ds.rows), c.min, c.max, false)
+		cr.Success = inBounds(float64(ds.rows), c.min, c.max, c.strictMin, c.strictMax)
 	case CheckColumnsPresent:
-		zero := 0
-		cr.MissingCount = &zero
-		missing := []string{}
-		for _, name := range c.columns {
-			if ds.column(name) == nil {
-				missing = append(missing, name)
-			}
-		}
-		cr.ObservedValue = missing
-		cr.Success = len(missing) == 0
+		e.columnsPresent(&cr, c)
 	case CheckFreshness:
 		e.freshness(&cr, c)
 	case CheckStatisticBetween:
-		col := ds.column(c.column)
-		nulls := ds.rows - col.nonNull
-		cr.MissingCount = &nulls
-		v := ptr(col.numeric().statistic(c.statistic))
-		if v != nil {
-			cr.ObservedValue = *v
-			cr.Success = inBounds(*v, c.min, c.max, false)
-		}
+		e.statisticBetween(&cr, c)
 	}
 	return cr
 }
 
-// inBounds reports min ≤ x ≤ max (strict: min < x < max); absent bounds do not bind.
-func inBounds(x float64, min, max *float64, strict bool) bool {
-	if min != nil && (x < *min || strict && x == *min) {
+// null runs null: every non-null value is unexpected.
+func (e *evaluation) null(cr *CheckResult, c *compiled) {
+	col := e.ds.column(c.column)
+	bad := make([]bool, len(col.dict.count))
+	for id := 1; id < len(bad); id++ {
+		bad[id] = true
+	}
+	e.rowByID(cr, c, col, bad, false, col.nonNull, e.ds.rows-col.nonNull)
+}
+
+// columnsPresent runs columns_present: observed, the listed columns the data lacks; with
+// exact, the data's columns not listed fail too (details.unexpected_columns).
+func (e *evaluation) columnsPresent(cr *CheckResult, c *compiled) {
+	zero := 0
+	cr.MissingCount = &zero
+	missing := []string{}
+	for _, name := range c.columns {
+		if e.ds.column(name) == nil {
+			missing = append(missing, name)
+		}
+	}
+	cr.ObservedValue = missing
+	cr.Success = len(missing) == 0
+	if c.exact {
+		extra := []string{}
+		for _, name := range e.ds.Columns() {
+			if !contains(c.columns, name) {
+				extra = append(extra, name)
+			}
+		}
+		cr.Details["unexpected_columns"] = extra
+		cr.Success = cr.Success && len(extra) == 0
+	}
+}
+
+// statisticBetween runs statistic_between: the statistic of the numeric values, or the
+// distinct count or ratio of the non-null values.
+func (e *evaluation) statisticBetween(cr *CheckResult, c *compiled) {
+	col := e.ds.column(c.column)
+	nulls := e.ds.rows - col.nonNull
+	cr.MissingCount = &nulls
+	switch c.statistic {
+	case "distinct_count":
+		n := col.dict.size()
+		cr.ObservedValue = n
+		cr.Success = inBounds(float64(n), c.min, c.max, c.strictMin, c.strictMax)
+	case "distinct_ratio":
+		if col.nonNull > 0 {
+			v := float64(col.dict.size()) / float64(col.nonNull)
+			cr.ObservedValue = v
+			cr.Success = inBounds(v, c.min, c.max, c.strictMin, c.strictMax)
+		}
+	default:
+		if v := ptr(col.numeric().statistic(c.statistic)); v != nil {
+			cr.ObservedValue = *v
+			cr.Success = inBounds(*v, c.min, c.max, c.strictMin, c.strictMax)
+		}
+	}
+}
+
+// inBounds reports min ≤ x ≤ max (min < x where strictMin, x < max where strictMax);
+// absent bounds do not bind.
+func inBounds(x float64, min, max *float64, strictMin, strictMax bool) bool {
+	if min != nil && (x < *min || strictMin && x == *min) {
 		return false
 	}
-	if max != nil && (x > *max || strict && x == *max) {
+	if max != nil && (x > *max || strictMax && x == *max) {
 		return false
 	}
 	return true
@@ -340,13 +397,25 @@ func (e *evaluation) rowByID(cr *CheckResult, c *compiled, col *column, bad []bo
 	finishRow(cr, c, unexpected, missing)
 }
 
+// finishRow sets a row check's counts and success. As in Great Expectations 1.x the
+// denominator of mostly and unexpected_percent is the values the check looked at: the
+// non-null ones (element_count − missing_count), except for not_null and null, whose
+// unexpected values are defined by nullness and whose denominator is element_count.
 func finishRow(cr *CheckResult, c *compiled, unexpected, missing int) {
 	cr.UnexpectedCount = &unexpected
 	cr.MissingCount = &missing
-	if cr.ElementCount > 0 {
-		cr.UnexpectedPercent = ptr(100 * float64(unexpected) / float64(cr.ElementCount))
+	considered := cr.ElementCount - missing
+	if c.typ == CheckNotNull || c.typ == CheckNull {
+		considered = cr.ElementCount
 	}
-	cr.Success = withinMostly(unexpected, cr.ElementCount, c.mostly)
+	if cr.ElementCount > 0 {
+		cr.UnexpectedPercentTotal = ptr(100 * float64(unexpected) / float64(cr.ElementCount))
+	}
+	if considered > 0 {
+		cr.UnexpectedPercent = ptr(100 * float64(unexpected) / float64(considered))
+		cr.UnexpectedPercentNonmissing = cr.UnexpectedPercent
+	}
+	cr.Success = withinMostly(unexpected, considered, c.mostly)
 }
 
 // invalid marks the distinct values of col that a validity check finds unexpected.
@@ -355,86 +424,110 @@ func (e *evaluation) invalid(c *compiled, col *column) []bool {
 	bad := make([]bool, len(d.count))
 	switch c.typ {
 	case CheckType:
-		var want uint8
-		switch c.expected {
-		case "string":
-			want = fString
-		case "number":
-			want = fNumber
-		case "integer":
-			want = fInteger
-		case "boolean":
-			want = fBool
-		case "timestamp":
-			want = fTimestamp
-		}
-		for id := 1; id < len(bad); id++ {
-			if e.stopped(id) {
-				return bad
-			}
-			bad[id] = d.flags[id]&want == 0
-		}
+		e.markTypes(bad, d.flags, c.want)
 	case CheckBetween:
 		for id := 1; id < len(bad); id++ {
 			if e.stopped(id) {
 				return bad
 			}
-			bad[id] = d.flags[id]&fNumber == 0 || !inBounds(d.num[id], c.min, c.max, c.strict)
+			bad[id] = d.flags[id]&fNumber == 0 || !inBounds(d.num[id], c.min, c.max, c.strictMin, c.strictMax)
 		}
-	case CheckInSet:
+	case CheckInSet, CheckNotInSet:
+		in := c.typ == CheckInSet
 		for id := 1; id < len(bad); id++ {
-			bad[id] = true
+			bad[id] = in
 		}
 		for i, v := range c.values {
 			if e.stopped(i) {
 				return bad
 			}
 			if id := e.ds.lookup(col, v); id != 0 {
-				bad[id] = false
+				bad[id] = !in
 			}
 		}
-	case CheckRegex:
+	case CheckRegex, CheckNotRegex:
 		e.matchRegex(c, col, bad)
 	case CheckLengthBetween:
-		for id := 1; id < len(bad); id++ {
-			if e.stopped(id) {
-				return bad
-			}
-			t := e.ds.text(col, uint32(id))
-			bad[id] = t == nil || !inBounds(float64(runeLen(t)), c.min, c.max, false)
-		}
+		e.markLengths(c, col, bad)
 	}
 	return bad
 }
 
-// matchRegex marks the distinct values of col that c's pattern does not match. It checks
-// ctx every ctxEvery values or regexCheckNanos of estimated matching, whichever comes
-// first; a value whose match alone is estimated above regexCheckNanos is read through a
-// runeReader that ends the input once ctx has ended, every regexCheckNanos of its runes.
+// markTypes marks the values whose flags have none of want's (the loop alone, so that it
+// keeps its registers).
+func (e *evaluation) markTypes(bad []bool, flags []uint8, want uint8) {
+	flags = flags[:len(bad)]
+	for id := 1; id < len(bad); id++ {
+		if e.stopped(id) {
+			return
+		}
+		bad[id] = flags[id]&want == 0
+	}
+}
+
+// markLengths marks the values that are not strings or whose length in code points is
+// outside c's bounds (the loop alone, so that it keeps its registers).
+func (e *evaluation) markLengths(c *compiled, col *column, bad []bool) {
+	for id := 1; id < len(bad); id++ {
+		if e.stopped(id) {
+			return
+		}
+		t := e.ds.text(col, uint32(id))
+		bad[id] = t == nil || !inBounds(float64(runeLen(t)), c.min, c.max, c.strictMin, c.strictMax)
+	}
+}
+
+// matchRegex marks the distinct values of col that c finds unexpected: for regex, values
+// its patterns do not match (match_on any: none of them; all: not every one); for
+// not_regex, values they match (any: one of them; all: every one). Values that are not
+// strings are unexpected for both. It checks ctx every ctxEvery values or regexCheckNanos
+// of estimated matching, whichever comes first; a value whose match alone is estimated
+// above regexCheckNanos is read through a runeReader that ends the input once ctx has
+// ended, every regexCheckNanos of its runes.
 func (e *evaluation) matchRegex(c *compiled, col *column, bad []bool) {
 	since := 0.0 // estimated nanoseconds since the last check of ctx
-	var rr runeReader
+	negate := c.typ == CheckNotRegex
 	for id := 1; id < len(bad); id++ {
 		t := e.ds.text(col, uint32(id))
 		if t == nil {
 			bad[id] = true
 			continue
 		}
-		ns, long := c.shape.matchNanos(len(t))
-		since += ns
-		if since >= regexCheckNanos || id%ctxEvery == 0 {
-			since = 0
-			if e.ctx.Err() != nil {
+		if id%ctxEvery == 0 && e.ctx.Err() != nil {
+			return
+		}
+		// matched: any pattern matched (match_on any), or every pattern did (all).
+		matched := c.matchAll
+		for j := range c.patterns {
+			m, ok := e.match(&c.patterns[j], t, &since)
+			if !ok {
 				return
 			}
+			if m != c.matchAll {
+				matched = m
+				break
+			}
 		}
-		if !long {
-			bad[id] = !c.re.Match(t)
-			continue
-		}
-		rr = runeReader{b: t, ctx: e.ctx, every: c.shape.runesPerCheck()}
-		bad[id] = !c.re.MatchReader(&rr)
+		bad[id] = matched == negate
 	}
+}
+
+// match runs one pattern on t, adding its estimated nanoseconds to since and checking ctx
+// once they reach regexCheckNanos; ok is false when ctx has ended.
+func (e *evaluation) match(pt *pattern, t []byte, since *float64) (matched, ok bool) {
+	ns, long := pt.shape.matchNanos(len(t))
+	*since += ns
+	if *since >= regexCheckNanos {
+		*since = 0
+		if e.ctx.Err() != nil {
+			return false, false
+		}
+	}
+	if !long {
+		return pt.re.Match(t), true
+	}
+	rr := runeReader{b: t, ctx: e.ctx, every: pt.shape.runesPerCheck()}
+	return pt.re.MatchReader(&rr), true
 }
 
 // runeReader reads a value rune by rune for regexp's MatchReader and ends the input (an
@@ -500,22 +593,34 @@ func (d *Dataset) lookup(col *column, v jsontext.Value) uint32 {
 	return col.dict.findBytes(text, hashBytes(d, text))
 }
 
+// compoundUnique runs compound_unique. With ignore_row_if any_value_is_missing (the rule of
+// checks) a row with a null key column is skipped; with all_values_are_missing (Great
+// Expectations' default, a suite's) only rows null in every key column are, and never skips
+// none: a null is then a value of the key, equal to other nulls (as pandas' duplicated).
 func (e *evaluation) compoundUnique(cr *CheckResult, c *compiled) {
 	ds := e.ds
 	cols := make([]*column, len(c.columns))
+	ids := make([][]uint32, len(c.columns)) // per column, the ids the keys are built from
+	nullAsValue := c.ignoreRowIf != ignoreAny
 	for i, name := range c.columns {
 		cols[i] = ds.column(name)
+		ids[i] = cols[i].ids
+		if nullAsValue {
+			if ids[i] = e.nullAsValue(cols[i].ids); ids[i] == nil {
+				return
+			}
+		}
 	}
 	key := make([]uint32, ds.rows)
-	copy(key, cols[0].ids)
+	copy(key, ids[0])
 	next := uint32(0)
-	for _, col := range cols[1:] {
+	for _, colIDs := range ids[1:] {
 		if e.ctx.Err() != nil {
 			return // Analyze returns the context's error
 		}
 		pairs := make(map[uint64]uint32, min(ds.rows, 1<<16))
 		next = 0
-		for r, id := range col.ids {
+		for r, id := range colIDs {
 			if e.stopped(r) {
 				return
 			}
@@ -535,6 +640,26 @@ func (e *evaluation) compoundUnique(cr *CheckResult, c *compiled) {
 	}
 	if len(cols) == 1 {
 		next = uint32(cols[0].dict.size())
+		if nullAsValue {
+			next++
+		}
+	}
+	if c.ignoreRowIf == ignoreAll {
+		for r := range key {
+			if e.stopped(r) {
+				return
+			}
+			allNull := true
+			for _, col := range cols {
+				if col.ids[r] != 0 {
+					allNull = false
+					break
+				}
+			}
+			if allNull {
+				key[r] = 0
+			}
+		}
 	}
 	count := make([]uint32, next+1)
 	missing := 0
@@ -578,23 +703,53 @@ func (e *evaluation) columnComparison(cr *CheckResult, c *compiled) {
 	l, r := ds.column(c.column), ds.column(c.other)
 	var lt, rt []instant
 	missing, u := 0, 0
-	for row := 0; row < ds.rows; row++ {
-		if e.stopped(row) {
-			return
+	unexpected := func(row int, a, b uint32) {
+		u++
+		if len(cr.PartialUnexpectedIndexList) < partialLimit {
+			cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, []any{e.show(l, a), e.show(r, b)})
+			cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, row)
 		}
-		a, b := l.ids[row], r.ids[row]
-		if a == 0 || b == 0 {
-			missing++
-			continue
+	}
+	if c.ignoreRowIf == ignoreEither {
+		// The default of checks (meridian/1's rule): a row with a null is skipped.
+		for row := 0; row < ds.rows; row++ {
+			if e.stopped(row) {
+				return
+			}
+			a, b := l.ids[row], r.ids[row]
+			if a == 0 || b == 0 {
+				missing++
+				continue
+			}
+			if lt == nil {
+				lt, rt = l.timestamps(ds), r.timestamps(ds)
+			}
+			if !ds.compare(l, r, a, b, lt, rt, c.op) {
+				unexpected(row, a, b)
+			}
 		}
-		if lt == nil {
-			lt, rt = l.timestamps(ds), r.timestamps(ds)
-		}
-		if !ds.compare(l, r, a, b, lt, rt, c.op) {
-			u++
-			if len(cr.PartialUnexpectedIndexList) < partialLimit {
-				cr.PartialUnexpectedList = append(cr.PartialUnexpectedList, []any{e.show(l, a), e.show(r, b)})
-				cr.PartialUnexpectedIndexList = append(cr.PartialUnexpectedIndexList, row)
+	} else {
+		// both_values_are_missing skips rows null on both sides, neither none; a row with a
+		// null that is not skipped is unexpected: as in Great Expectations, a comparison
+		// with a null fails.
+		skipBoth := c.ignoreRowIf == ignoreBoth
+		for row := 0; row < ds.rows; row++ {
+			if e.stopped(row) {
+				return
+			}
+			a, b := l.ids[row], r.ids[row]
+			switch {
+			case a == 0 && b == 0 && skipBoth:
+				missing++
+			case a == 0 || b == 0:
+				unexpected(row, a, b)
+			default:
+				if lt == nil {
+					lt, rt = l.timestamps(ds), r.timestamps(ds)
+				}
+				if !ds.compare(l, r, a, b, lt, rt, c.op) {
+					unexpected(row, a, b)
+				}
 			}
 		}
 	}
@@ -649,6 +804,19 @@ func (d *Dataset) compare(l, r *column, a, b uint32, lt, rt []instant, op string
 		return c > 0
 	}
 	return false
+}
+
+// nullAsValue returns ids with every id shifted up by one and nulls as 1, so that a null
+// takes part in a key as a value (never 0, the skipped key); nil when ctx has ended.
+func (e *evaluation) nullAsValue(ids []uint32) []uint32 {
+	out := make([]uint32, len(ids))
+	for r, id := range ids {
+		if e.stopped(r) {
+			return nil
+		}
+		out[r] = id + 1
+	}
+	return out
 }
 
 // timestamps returns the parsed instant of every distinct value (zero where not a timestamp).

@@ -432,7 +432,7 @@ func TestResultJSONShape(t *testing.T) {
 	}
 	var checks []map[string]jsontext.Value
 	json.Unmarshal(top["checks"], &checks)
-	if got := keys(checks[0]); got != "column,details,element_count,id,missing_count,observed_value,partial_unexpected_index_list,partial_unexpected_list,severity,success,type,unexpected_count,unexpected_percent" {
+	if got := keys(checks[0]); got != "column,details,element_count,id,missing_count,observed_value,partial_unexpected_index_list,partial_unexpected_list,severity,success,type,unexpected_count,unexpected_percent,unexpected_percent_nonmissing,unexpected_percent_total" {
 		t.Errorf("check members: %s", got)
 	}
 	var stats map[string]jsontext.Value
@@ -448,7 +448,7 @@ func TestResultJSONShape(t *testing.T) {
 	if got := keys(prof.Columns[0]); got != "distinct_count,inferred_type,max,max_length,mean,min,min_length,name,null_count,null_percent,p05,p50,p95,stddev,top_values" {
 		t.Errorf("profile column: %s", got)
 	}
-	if res.MethodVersion != "meridian/1" {
+	if res.MethodVersion != "meridian/2" {
 		t.Errorf("method_version %s", res.MethodVersion)
 	}
 }

@@ -62,3 +62,33 @@ func ExampleDataset() {
 	// Output:
 	// false 2 3
 }
+
+// A Great Expectations suite, as GE 1.x exports it, runs as it is. Its between expectation
+// counts among the non-null fares, as GE does: one of two (50 %) is out of range, more than
+// mostly 0.6 allows, so it fails although it is one row of three.
+func ExampleRequest_expectationSuite() {
+	csv := "id,fare\n1,10\n2,\n3,-5\n"
+	req := meridian.Request{
+		SourceID: "trips",
+		Data:     &meridian.Data{CSV: &csv},
+		ExpectationSuite: []byte(`{"name": "trips", "expectations": [
+			{"type": "expect_column_values_to_be_between",
+			 "kwargs": {"column": "fare", "min_value": 0, "mostly": 0.6}, "meta": {}, "id": "fare_positive"},
+			{"type": "expect_column_values_to_be_unique", "kwargs": {"column": "id"}, "meta": {}}],
+			"meta": {"great_expectations_version": "1.3.5"}}`),
+		Now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC),
+	}
+	res, err := meridian.Analyze(context.Background(), req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range res.Checks {
+		fmt.Println(c.ID, c.Type, c.Success, *c.UnexpectedCount, *c.UnexpectedPercent, *c.UnexpectedPercentTotal)
+	}
+	fmt.Println(res.MethodVersion)
+	// Output:
+	// fare_positive between false 1 50 33.333333333333336
+	// expectation_1 unique true 0 0 0
+	// meridian/2
+}

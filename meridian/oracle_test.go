@@ -747,6 +747,27 @@ func refCheck(d *refData, c Check, asOf time.Time) refResult {
 			}
 		}
 		res.missing = intp(miss)
+		if *c.Statistic == "distinct_count" || *c.Statistic == "distinct_ratio" {
+			distinct := map[string]bool{}
+			for i := 0; i < n; i++ {
+				if v := cell(i, *c.Column); !v.null {
+					distinct[v.key()] = true
+				}
+			}
+			var obs float64
+			switch {
+			case *c.Statistic == "distinct_count":
+				res.observed = len(distinct)
+				obs = float64(len(distinct))
+			case n-miss > 0:
+				obs = float64(len(distinct)) / float64(n-miss)
+				res.observed = obs
+			default:
+				return res
+			}
+			res.success = inRange(obs, c.Min, c.Max, false)
+			return res
+		}
 		if s := refStat(vals, *c.Statistic); s != nil {
 			res.observed = *s
 			res.success = inRange(*s, c.Min, c.Max, false)
@@ -768,11 +789,16 @@ func refCheck(d *refData, c Check, asOf time.Time) refResult {
 	}
 	nonNullish = n - miss
 	res.missing, res.unexpected = intp(miss), intp(u)
-	if n > 0 {
-		p := 100 * float64(u) / float64(n)
+	// meridian/2: the denominator is the non-null values (all rows for not_null).
+	considered := n - miss
+	if c.Type == CheckNotNull {
+		considered = n
+	}
+	if considered > 0 {
+		p := 100 * float64(u) / float64(considered)
 		res.percent = &p
 	}
-	res.success = float64(u) <= (1-mostly)*float64(n)+1e-9*float64(n)
+	res.success = float64(u) <= (1-mostly)*float64(considered)+1e-9*float64(considered)
 	if res.dimKind != "accuracy" {
 		res.dimU, res.dimN = u, nonNullish
 	}

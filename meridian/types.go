@@ -13,8 +13,11 @@ import (
 	"riskapi/engine"
 )
 
-// MethodVersion identifies the method documented in docs/methods/meridian.md.
-const MethodVersion = "meridian/1"
+// MethodVersion identifies the method documented in docs/methods/meridian.md. meridian/2
+// (from meridian/1): the denominator of mostly and unexpected_percent is the non-null values,
+// as in Great Expectations 1.x; unexpected_percent_total and unexpected_percent_nonmissing;
+// Great Expectations suites (expectation_suite) and the check types they need.
+const MethodVersion = "meridian/2"
 
 // MaxRows is the largest number of data rows a request may carry.
 const MaxRows = 1_000_000
@@ -47,6 +50,9 @@ type Request struct {
 	AsOf *string `json:"as_of,omitempty"`
 	// Profile asks for column profiles; nil means true.
 	Profile *bool `json:"profile,omitempty"`
+	// ExpectationSuite is a Great Expectations suite as GE writes it (1.x, or 0.x's
+	// expectation_type), raw: its expectations run as checks after Checks (suite.go).
+	ExpectationSuite jsontext.Value `json:"expectation_suite,omitzero"`
 
 	// Now is the "now" of freshness when AsOf is absent (the engine reads no clock: the
 	// caller gives it one). Not part of the body.
@@ -96,6 +102,14 @@ type Check struct {
 	Threshold *float64         `json:"threshold,omitempty"`
 	MaxAge    *string          `json:"max_age,omitempty"`
 	Statistic *string          `json:"statistic,omitempty"`
+
+	// Parameters of meridian/2 (the forms Great Expectations suites need).
+	StrictMin   *bool    `json:"strict_min,omitempty"`
+	StrictMax   *bool    `json:"strict_max,omitempty"`
+	Patterns    []string `json:"patterns,omitempty"`
+	MatchOn     *string  `json:"match_on,omitempty"`
+	Exact       *bool    `json:"exact,omitempty"`
+	IgnoreRowIf *string  `json:"ignore_row_if,omitempty"`
 }
 
 // Signals is declared evidence about the source.
@@ -171,10 +185,15 @@ type CheckResult struct {
 	ElementCount int `json:"element_count"`
 	// MissingCount is nil when a column of the check does not exist.
 	MissingCount *int `json:"missing_count"`
-	// UnexpectedCount and UnexpectedPercent (0–100 of ElementCount) are nil for aggregate
-	// checks, for missing columns, and (the percent) when there are no rows.
-	UnexpectedCount   *int     `json:"unexpected_count"`
-	UnexpectedPercent *float64 `json:"unexpected_percent"`
+	// UnexpectedCount is nil for aggregate checks and for missing columns.
+	// UnexpectedPercent is 0–100 of the non-null values (ElementCount − MissingCount; of
+	// ElementCount for not_null and null), as in Great Expectations 1.x, and
+	// UnexpectedPercentNonmissing the same; UnexpectedPercentTotal is 0–100 of ElementCount.
+	// Each is nil when its UnexpectedCount is, or when its denominator is 0.
+	UnexpectedCount             *int     `json:"unexpected_count"`
+	UnexpectedPercent           *float64 `json:"unexpected_percent"`
+	UnexpectedPercentTotal      *float64 `json:"unexpected_percent_total"`
+	UnexpectedPercentNonmissing *float64 `json:"unexpected_percent_nonmissing"`
 	// PartialUnexpectedList holds the first 20 unexpected values in row order (nil entries
 	// are nulls); PartialUnexpectedIndexList their 0-based row numbers.
 	PartialUnexpectedList      []any `json:"partial_unexpected_list"`
@@ -182,6 +201,12 @@ type CheckResult struct {
 	// ObservedValue is the measured quantity of an aggregate check; nil for row checks.
 	ObservedValue any            `json:"observed_value"`
 	Details       map[string]any `json:"details"`
+	// ExpectationType, Kwargs and Meta are set on the checks of an expectation suite: the
+	// expectation's type (as sent, under either key), its kwargs as sent and its meta ({}
+	// when absent).
+	ExpectationType string         `json:"expectation_type,omitempty"`
+	Kwargs          jsontext.Value `json:"kwargs,omitzero"`
+	Meta            jsontext.Value `json:"meta,omitzero"`
 }
 
 // Statistics counts the check outcomes.

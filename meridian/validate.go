@@ -29,31 +29,43 @@ const (
 	CheckColumnsPresent   = "columns_present"
 	CheckFreshness        = "freshness"
 	CheckStatisticBetween = "statistic_between"
+
+	// Check types of meridian/2, for Great Expectations suites.
+	CheckNull               = "null"
+	CheckNotInSet           = "not_in_set"
+	CheckNotRegex           = "not_regex"
+	CheckUniqueWithinRecord = "unique_within_record"
 )
 
 // CheckTypes lists the check types Analyze accepts.
 func CheckTypes() []string {
 	return []string{CheckNotNull, CheckUnique, CheckCompoundUnique, CheckType, CheckBetween, CheckInSet,
 		CheckRegex, CheckLengthBetween, CheckColumnComparison, CheckOutliers, CheckRowCountBetween,
-		CheckColumnsPresent, CheckFreshness, CheckStatisticBetween}
+		CheckColumnsPresent, CheckFreshness, CheckStatisticBetween,
+		CheckNull, CheckNotInSet, CheckNotRegex, CheckUniqueWithinRecord}
 }
 
 // checkParams lists the parameters each check type takes (besides id, type, mostly, severity).
 var checkParams = map[string][]string{
 	CheckNotNull:          {"column"},
 	CheckUnique:           {"column"},
-	CheckCompoundUnique:   {"columns"},
+	CheckCompoundUnique:   {"columns", "ignore_row_if"},
 	CheckType:             {"column", "expected"},
-	CheckBetween:          {"column", "min", "max", "strict"},
+	CheckBetween:          {"column", "min", "max", "strict", "strict_min", "strict_max"},
 	CheckInSet:            {"column", "values"},
-	CheckRegex:            {"column", "pattern"},
-	CheckLengthBetween:    {"column", "min", "max"},
-	CheckColumnComparison: {"column", "operator", "other"},
+	CheckRegex:            {"column", "pattern", "patterns", "match_on"},
+	CheckLengthBetween:    {"column", "min", "max", "strict_min", "strict_max"},
+	CheckColumnComparison: {"column", "operator", "other", "ignore_row_if"},
 	CheckOutliers:         {"column", "method", "threshold"},
-	CheckRowCountBetween:  {"min", "max"},
-	CheckColumnsPresent:   {"columns"},
+	CheckRowCountBetween:  {"min", "max", "strict_min", "strict_max"},
+	CheckColumnsPresent:   {"columns", "exact"},
 	CheckFreshness:        {"column", "max_age"},
-	CheckStatisticBetween: {"column", "statistic", "min", "max"},
+	CheckStatisticBetween: {"column", "statistic", "min", "max", "strict_min", "strict_max"},
+
+	CheckNull:               {"column"},
+	CheckNotInSet:           {"column", "values"},
+	CheckNotRegex:           {"column", "pattern", "patterns", "match_on"},
+	CheckUniqueWithinRecord: {"columns", "ignore_row_if"},
 }
 
 // Default outlier thresholds.
@@ -65,8 +77,34 @@ const (
 var (
 	expectedTypes = []string{"string", "number", "integer", "boolean", "timestamp"}
 	operators     = []string{"<", "<=", "==", "!=", ">=", ">"}
-	statistics    = []string{"mean", "median", "min", "max", "sum", "stddev"}
+	statistics    = []string{"mean", "median", "min", "max", "sum", "stddev", "distinct_count", "distinct_ratio"}
+	matchOns      = []string{"any", "all"}
+	// pairIgnores are the ignore_row_if values of column_comparison (Great Expectations'
+	// column-pair expectations); rowIgnores those of compound_unique and
+	// unique_within_record (its multicolumn expectations).
+	pairIgnores = []string{ignoreEither, ignoreBoth, ignoreNeither}
+	rowIgnores  = []string{ignoreAll, ignoreAny, ignoreNever}
 )
+
+// ignore_row_if values: which rows a multi-column check skips (its missing_count).
+const (
+	ignoreEither  = "either_value_is_missing" // column_comparison's default in checks
+	ignoreBoth    = "both_values_are_missing" // Great Expectations' default
+	ignoreNeither = "neither"
+	ignoreAll     = "all_values_are_missing" // GE's default; unique_within_record's
+	ignoreAny     = "any_value_is_missing"   // compound_unique's default in checks
+	ignoreNever   = "never"
+)
+
+// maxPatterns bounds the patterns of one regex or not_regex check.
+const maxPatterns = 100
+
+// pattern is one compiled regular expression of a regex or not_regex check, with the shape
+// of its program for the cost model.
+type pattern struct {
+	re    *regexp.Regexp
+	shape regexShape
+}
 
 // compiled is a validated check with its defaults applied.
 type compiled struct {
@@ -75,16 +113,25 @@ type compiled struct {
 	column, other     string
 	columns           []string
 	min, max          *float64
-	strict            bool
-	expected          string
+	strictMin         bool
+	strictMax         bool
+	want              uint8 // type: the flags a value may have (any of them)
 	values            []jsontext.Value
-	re                *regexp.Regexp
-	shape             regexShape // of re's program, for the cost model
+	patterns          []pattern
+	matchAll          bool // regex, not_regex: match_on all
+	exact             bool // columns_present: extra columns fail too
+	ignoreRowIf       string
 	op                string
 	method            string
 	threshold         float64
 	maxAge            time.Duration
 	statistic         string
+
+	// Set on the checks of an expectation suite (suite.go), with field, the expectation's
+	// path (expectation_suite.expectations[i]) that errors and the cost model name.
+	expectationType string
+	kwargs, meta    jsontext.Value
+	field           string
 }
 
 // plan is a validated request.
@@ -119,12 +166,14 @@ type requestKey struct {
 	policy   *Policy
 	asOf     engine.Optional[string]
 	profile  engine.Optional[bool]
+	suite    engine.Slice[byte]
 }
 
 func (r *Request) key() requestKey {
 	return requestKey{
 		sourceID: r.SourceID, data: r.Data, dataset: r.Dataset, checks: engine.SliceOf(r.Checks),
 		signals: r.Signals, policy: r.Policy, asOf: engine.ValueOf(r.AsOf), profile: engine.ValueOf(r.Profile),
+		suite: engine.SliceOf([]byte(r.ExpectationSuite)),
 	}
 }
 
@@ -141,6 +190,8 @@ func (r *Request) ValidateMember(name string) error {
 		return r.validateData()
 	case "checks":
 		return r.compileChecks(&p)
+	case "expectation_suite":
+		return r.compileSuite(&p)
 	case "signals":
 		return r.compileSignals(&p)
 	case "policy":
@@ -160,6 +211,9 @@ func (r *Request) compile() (*plan, error) {
 		return nil, err
 	}
 	if err := r.compileChecks(p); err != nil {
+		return nil, err
+	}
+	if err := r.compileSuite(p); err != nil {
 		return nil, err
 	}
 	p.analyzeRegexes()
@@ -274,6 +328,12 @@ func (c *Check) present() []string {
 	add(c.Threshold != nil, "threshold")
 	add(c.MaxAge != nil, "max_age")
 	add(c.Statistic != nil, "statistic")
+	add(c.StrictMin != nil, "strict_min")
+	add(c.StrictMax != nil, "strict_max")
+	add(c.Patterns != nil, "patterns")
+	add(c.MatchOn != nil, "match_on")
+	add(c.Exact != nil, "exact")
+	add(c.IgnoreRowIf != nil, "ignore_row_if")
 	return out
 }
 
@@ -307,17 +367,16 @@ func (r *Request) compileChecks(p *plan) error {
 func (p *plan) analyzeRegexes() {
 	shapes := map[string]regexShape{}
 	for i := range p.checks {
-		c := &p.checks[i]
-		if c.re == nil {
-			continue
+		for j := range p.checks[i].patterns {
+			pt := &p.checks[i].patterns[j]
+			text := pt.re.String()
+			sh, ok := shapes[text]
+			if !ok {
+				sh = analyzeRegex(text)
+				shapes[text] = sh
+			}
+			pt.shape = sh
 		}
-		pattern := c.re.String()
-		sh, ok := shapes[pattern]
-		if !ok {
-			sh = analyzeRegex(pattern)
-			shapes[pattern] = sh
-		}
-		c.shape = sh
 	}
 }
 
@@ -407,14 +466,26 @@ func compileCheck(i int, in *Check) (compiled, error) {
 			return checkErr(i, "max", exp+" (at least min)", "number", "(%v) is below min (%v).", *in.Max, *in.Min)
 		}
 		c.min, c.max = in.Min, in.Max
+		c.strictMin, c.strictMax = flagOr(in.StrictMin, false), flagOr(in.StrictMax, false)
 		return nil
 	}
 	var err error
 	switch in.Type {
-	case CheckNotNull, CheckUnique:
+	case CheckNotNull, CheckUnique, CheckNull:
 		c.column, err = needColumn("column", in.Column)
-	case CheckCompoundUnique, CheckColumnsPresent:
+	case CheckCompoundUnique:
+		if c.columns, err = needColumns(); err != nil {
+			break
+		}
+		c.ignoreRowIf, err = choice(i, "ignore_row_if", in.IgnoreRowIf, ignoreAny, rowIgnores)
+	case CheckColumnsPresent:
 		c.columns, err = needColumns()
+		c.exact = in.Exact != nil && *in.Exact
+	case CheckUniqueWithinRecord:
+		if c.columns, err = needColumns(); err != nil {
+			break
+		}
+		c.ignoreRowIf, err = choice(i, "ignore_row_if", in.IgnoreRowIf, ignoreAll, rowIgnores)
 	case CheckType:
 		if c.column, err = needColumn("column", in.Column); err != nil {
 			break
@@ -425,20 +496,24 @@ func compileCheck(i int, in *Check) (compiled, error) {
 		} else if !contains(expectedTypes, *in.Expected) {
 			err = checkErr(i, "expected", exp, "string", "must be one of %s, not %q.", strings.Join(expectedTypes, ", "), *in.Expected)
 		} else {
-			c.expected = *in.Expected
+			c.want = typeFlag(*in.Expected)
 		}
 	case CheckBetween:
 		if c.column, err = needColumn("column", in.Column); err != nil {
 			break
 		}
-		err = bounds(false)
-		c.strict = in.Strict != nil && *in.Strict
-	case CheckInSet:
+		if err = bounds(false); err != nil {
+			break
+		}
+		strict := in.Strict != nil && *in.Strict
+		c.strictMin = flagOr(in.StrictMin, strict)
+		c.strictMax = flagOr(in.StrictMax, strict)
+	case CheckInSet, CheckNotInSet:
 		if c.column, err = needColumn("column", in.Column); err != nil {
 			break
 		}
 		if in.Values == nil {
-			err = checkErr(i, "values", "array", "missing", "is required for in_set checks.")
+			err = checkErr(i, "values", "array", "missing", "is required for %s checks.", in.Type)
 			break
 		}
 		for j, v := range in.Values {
@@ -448,20 +523,16 @@ func compileCheck(i int, in *Check) (compiled, error) {
 			}
 		}
 		c.values = in.Values
-	case CheckRegex:
+	case CheckRegex, CheckNotRegex:
 		if c.column, err = needColumn("column", in.Column); err != nil {
 			break
 		}
-		if in.Pattern == nil {
-			err = checkErr(i, "pattern", "string (RE2 regular expression)", "missing", "is required for regex checks.")
+		if c.patterns, err = compilePatterns(i, in); err != nil {
 			break
 		}
-		re, rerr := regexp.Compile(*in.Pattern)
-		if rerr != nil {
-			err = checkErr(i, "pattern", "string (RE2 regular expression)", "string", "is not an RE2 regular expression: %v.", rerr)
-			break
-		}
-		c.re = re
+		var on string
+		on, err = choice(i, "match_on", in.MatchOn, "any", matchOns)
+		c.matchAll = on == "all"
 	case CheckLengthBetween:
 		if c.column, err = needColumn("column", in.Column); err != nil {
 			break
@@ -479,7 +550,9 @@ func compileCheck(i int, in *Check) (compiled, error) {
 			err = checkErr(i, "operator", exp, "string", "must be one of %s, not %q.", strings.Join(operators, " "), *in.Operator)
 		default:
 			c.op = *in.Operator
-			c.other, err = needColumn("other", in.Other)
+			if c.other, err = needColumn("other", in.Other); err == nil {
+				c.ignoreRowIf, err = choice(i, "ignore_row_if", in.IgnoreRowIf, ignoreEither, pairIgnores)
+			}
 		}
 	case CheckOutliers:
 		if c.column, err = needColumn("column", in.Column); err != nil {
@@ -536,6 +609,72 @@ func compileCheck(i int, in *Check) (compiled, error) {
 		}
 	}
 	return c, err
+}
+
+// typeFlag is the value flag of an expected type of type checks.
+func typeFlag(expected string) uint8 {
+	switch expected {
+	case "string":
+		return fString
+	case "number":
+		return fNumber
+	case "integer":
+		return fInteger
+	case "boolean":
+		return fBool
+	case "timestamp":
+		return fTimestamp
+	}
+	return 0
+}
+
+// flagOr is *b, or def when b is nil.
+func flagOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// choice is *v when it is one of list, def when v is nil, and an error at checks[i].member
+// otherwise.
+func choice(i int, member string, v *string, def string, list []string) (string, error) {
+	switch {
+	case v == nil:
+		return def, nil
+	case !contains(list, *v):
+		return "", checkErr(i, member, "string ("+oneOf(list)+")", "string", "must be one of %s, not %q.", strings.Join(list, ", "), *v)
+	}
+	return *v, nil
+}
+
+// compilePatterns compiles a regex or not_regex check's pattern, or its patterns (one of
+// the two, at most maxPatterns).
+func compilePatterns(i int, in *Check) ([]pattern, error) {
+	const exp = "string (RE2 regular expression)"
+	switch {
+	case in.Pattern != nil && in.Patterns != nil:
+		return nil, checkErr(i, "patterns", "absent with pattern", "array", "and pattern cannot both be given: send one pattern, or the list in patterns.")
+	case in.Pattern != nil:
+		re, err := regexp.Compile(*in.Pattern)
+		if err != nil {
+			return nil, checkErr(i, "pattern", exp, "string", "is not an RE2 regular expression: %v.", err)
+		}
+		return []pattern{{re: re}}, nil
+	case in.Patterns == nil:
+		return nil, checkErr(i, "pattern", exp, "missing", "(or patterns, a list) is required for %s checks.", in.Type)
+	case len(in.Patterns) == 0 || len(in.Patterns) > maxPatterns:
+		return nil, checkErr(i, "patterns", fmt.Sprintf("array of 1-%d strings", maxPatterns), "array", "must hold 1 to %d patterns, not %d.", maxPatterns, len(in.Patterns))
+	}
+	out := make([]pattern, len(in.Patterns))
+	for j, text := range in.Patterns {
+		re, err := regexp.Compile(text)
+		if err != nil {
+			return nil, checkErr(i, "patterns["+strconv.Itoa(j)+"]", exp, "string", "is not an RE2 regular expression: %v.", err)
+		}
+		out[j] = pattern{re: re}
+	}
+	return out, nil
 }
 
 func sigErr(member, expected, received, format string, args ...any) *engine.InputError {

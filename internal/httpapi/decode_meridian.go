@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -88,10 +91,14 @@ func readQualityCheck(body io.Reader) (req *meridian.Request, hasData bool, _ *E
 }
 
 // readQualityData streams the value of the data member into ds: records one by one, or the
-// csv text row by row (the JSON decoder holds the csv string once; nothing copies it). The
-// text is parsed the moment it is read, with the delimiter sent before it or else ",": a
-// different delimiter sent after the csv is refused with a message saying to send it first,
-// rather than holding a second copy of the text until the object ends.
+// csv text row by row (the JSON decoder holds the csv string once; nothing copies it).
+// JSON object members are unordered, so data.delimiter applies wherever it stands. When it
+// came before the csv, the text is parsed the moment it is read. When it did not, the rest
+// of the data object is usually already in the decoder's buffer (a delimiter member is a
+// few bytes): delimiterAhead reads it there, without consuming it, and the text is parsed
+// at once with the delimiter found, or "," when the object has none. Only when the rest of
+// the object is not yet buffered is the text held (one copy) and parsed once the object
+// ends and the delimiter is known.
 func readQualityData(dec *jsontext.Decoder, ds *meridian.Dataset) (sent bool, _ *Error) {
 	const expected = "object (records or csv)"
 	switch k := dec.PeekKind(); k {
@@ -112,6 +119,9 @@ func readQualityData(dec *jsontext.Decoder, ds *meridian.Dataset) (sent bool, _ 
 		delim              rune = ','
 		delimSent          bool
 		haveRecords, isCSV bool
+		parsed             bool           // the csv was parsed, with parsedDelim
+		parsedDelim        rune           //
+		held               jsontext.Value // the csv text, until the delimiter is known
 	)
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
@@ -149,12 +159,18 @@ func readQualityData(dec *jsontext.Decoder, ds *meridian.Dataset) (sent bool, _ 
 				return false, invalidField(path, "string (RFC 4180 CSV with a header row)", kindName(k), "data.csv must be a string of CSV text.")
 			}
 			isCSV = true
-			if e := readCSV(ds, v, delim); e != nil {
-				if !delimSent {
-					e.Message += " (The text was read with the default delimiter \",\"; if it uses another one, send data.delimiter before data.csv.)"
-				}
-				return false, e
+			use, known := delim, delimSent
+			if !known {
+				use, known = delimiterAhead(dec.UnreadBuffer())
 			}
+			if !known {
+				held = v.Clone()
+				continue
+			}
+			if e := readCSV(ds, v, use); e != nil {
+				return false, csvError(e, use)
+			}
+			parsed, parsedDelim = true, use
 		case "delimiter":
 			k := dec.PeekKind()
 			v, err := dec.ReadValue()
@@ -172,9 +188,10 @@ func readQualityData(dec *jsontext.Decoder, ds *meridian.Dataset) (sent bool, _ 
 			if err != nil {
 				return false, dataError(err)
 			}
-			if isCSV && r != delim {
-				return false, invalidField(path, "string (one character, sent before data.csv)", "string",
-					"data.csv is parsed as it arrives, so a delimiter other than \",\" must come before it in the data object.")
+			if parsed && r != parsedDelim {
+				// delimiterAhead read the buffered rest of the object, so the delimiter is
+				// the one it found; this guards that promise.
+				return false, invalidField(path, "string (one character)", "string", "data.delimiter changed after data.csv was read.")
 			}
 			delim, delimSent = r, true
 		default:
@@ -184,8 +201,69 @@ func readQualityData(dec *jsontext.Decoder, ds *meridian.Dataset) (sent bool, _ 
 	if delimSent && haveRecords {
 		return false, invalidField("data.delimiter", "absent with records", "string", "data.delimiter applies to csv; records need none.")
 	}
-	_, err := dec.ReadToken()
-	return haveRecords || isCSV, streamError(err)
+	if _, err := dec.ReadToken(); err != nil {
+		return false, streamError(err)
+	}
+	if held != nil {
+		if e := readCSV(ds, held, delim); e != nil {
+			return false, csvError(e, delim)
+		}
+	}
+	return haveRecords || isCSV, nil
+}
+
+// csvError adds to a CSV error which delimiter the text was read with.
+func csvError(e *Error, delim rune) *Error {
+	e.Message += fmt.Sprintf(" (The text was read with the delimiter %q; send data.delimiter if it uses another one.)", string(delim))
+	return e
+}
+
+// delimiterAhead reads, in buf (the decoder's unread bytes, just after the csv value), the
+// rest of the data object without consuming it: the delimiter to parse the csv with (","
+// when the object has no delimiter member), and whether it is known — false when the
+// object does not end within buf, or when its delimiter member is not one valid character
+// (the member is then reported where it stands, and the text waits for the object's end).
+func delimiterAhead(buf []byte) (rune, bool) {
+	rest := bytes.TrimLeft(buf, " \t\r\n")
+	switch {
+	case len(rest) > 0 && rest[0] == '}':
+		return ',', true
+	case len(rest) > 0 && rest[0] == ',':
+		rest = rest[1:]
+	default:
+		return 0, false
+	}
+	dec := jsontext.NewDecoder(io.MultiReader(strings.NewReader("{"), bytes.NewReader(rest)))
+	if _, err := dec.ReadToken(); err != nil {
+		return 0, false
+	}
+	delim, found := ',', false
+	for {
+		if dec.PeekKind() == '}' {
+			return delim, true
+		}
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return 0, false
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return 0, false
+		}
+		if name != "delimiter" || v.Kind() == 'n' {
+			continue
+		}
+		var text string
+		if found || v.Kind() != '"' || json.Unmarshal(v, &text) != nil {
+			return 0, false
+		}
+		r, err := meridian.ParseDelimiter(text)
+		if err != nil {
+			return 0, false
+		}
+		delim, found = r, true
+	}
 }
 
 func readCSV(ds *meridian.Dataset, text jsontext.Value, delim rune) *Error {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -251,5 +252,48 @@ func TestFieldPathsThroughInlinedStructs(t *testing.T) {
 	}
 	if names := jsonFieldNames(reflect.TypeFor[outer]()); !slices.Equal(names, []string{"items", "name"}) {
 		t.Errorf("jsonFieldNames = %v", names)
+	}
+}
+
+// data.delimiter applies wherever it stands in the data object: read ahead in the
+// decoder's buffer when the rest of the object is there (a whole body at once), or with
+// the csv held until the object ends when it is not (a body arriving a byte at a time).
+func TestQualityCheckDelimiterInAnyPosition(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"source_id": "s", "data": {"delimiter": ";", "csv": "a;b\n1;2\n3;4\n"}}`,
+		`{"source_id": "s", "data": {"csv": "a;b\n1;2\n3;4\n", "delimiter": ";"}}`,
+		`{"source_id": "s", "data": {"csv": "a;b\n1;2\n3;4\n"  ,  "delimiter" : ";" }, "profile": false}`,
+	} {
+		for name, r := range map[string]io.Reader{"whole": strings.NewReader(body), "byte by byte": iotest.OneByteReader(strings.NewReader(body))} {
+			req, e := decodeQualityCheck(r)
+			if e != nil {
+				t.Fatalf("%s %s: %v", name, body, e)
+			}
+			if cols := req.Dataset.Columns(); req.Dataset.Rows() != 2 || len(cols) != 2 || cols[1] != "b" {
+				t.Errorf("%s %s: %d rows, columns %v", name, body, req.Dataset.Rows(), cols)
+			}
+		}
+	}
+}
+
+func TestDelimiterAhead(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		buf   string
+		delim rune
+		known bool
+	}{
+		{`}`, ',', true},
+		{` , "delimiter": "|" } , "checks": []}`, '|', true},
+		{`, "delimiter": null}`, ',', true},
+		{`, "delimiter": ";;"}`, 0, false},
+		{`, "delimiter": ";"`, 0, false}, // the object does not end in the buffer
+		{``, 0, false},
+		{`   `, 0, false},
+	} {
+		if d, ok := delimiterAhead([]byte(c.buf)); d != c.delim || ok != c.known {
+			t.Errorf("%q: %q %v, want %q %v", c.buf, d, ok, c.delim, c.known)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func TestMeridianRecordsFailingCheck(t *testing.T) {
 	}
 }
 
-// CSV: a delimiter sent first is used; the same data as records and as CSV give the same
+// CSV: the delimiter is used wherever it stands in data; the same data as records and as CSV give the same
 // counts; a passing check emits nothing.
 func TestMeridianCSV(t *testing.T) {
 	t.Parallel()
@@ -82,11 +82,48 @@ func TestMeridianCSV(t *testing.T) {
 	if n := b.get("/v1/events", b.testKey).field("pagination.total_count"); n != 0.0 {
 		t.Fatalf("a passing check emitted %v events", n)
 	}
-	// The delimiter after the csv: refused with the reason, not silently misread.
-	r = b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, `{"source_id": "csv-feed", "data": {"csv": "a;b\n1;2\n", "delimiter": ";"}}`)
+	// JSON members are unordered: the delimiter applies wherever it stands in data. After
+	// the csv it is read ahead in the decoder's buffer; after a megabyte of whitespace the
+	// decoder has not buffered it yet, and the text waits for the end of the data object.
+	for name, data := range map[string]string{
+		"after":             `{"csv": "` + csv + `", "delimiter": ";"}`,
+		"after, unbuffered": `{"csv": "` + csv + `"` + strings.Repeat(" ", 1<<20) + `, "delimiter": ";"}`,
+		"after a null":      `{"delimiter": null, "csv": "` + csv + `", "delimiter2": 1}`,
+		"comma, no member":  `{"csv": "sku,price\ns1,10\ns2,20\ns3,\ns4,30\n"}`,
+		"comma, after":      `{"csv": "sku,price\ns1,10\ns2,20\ns3,\ns4,30\n", "delimiter": ","}`,
+		"tab, unbuffered":   `{"csv": "sku\tprice\ns1\t10\ns2\t20\ns3\t\ns4\t30\n"` + strings.Repeat("\n", 1<<20) + `, "delimiter": "\t"}`,
+	} {
+		r := b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey,
+			`{"source_id": "csv-feed", "data": `+data+`, "checks": [{"type": "not_null", "column": "price", "mostly": 0.75}]}`)
+		if name == "after a null" {
+			// An unknown member is still refused, wherever the csv stands.
+			r.wantError(t, http.StatusBadRequest, "validation_error", "UNKNOWN_FIELD")
+			continue
+		}
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, r.status, r.raw)
+		}
+		c := r.field("data.checks").([]any)[0].(map[string]any)
+		cols := r.field("data.profile.columns").([]any)
+		if c["unexpected_count"] != 1.0 || c["missing_count"] != 1.0 || r.field("data.profile.row_count") != 4.0 ||
+			len(cols) != 2 || cols[1].(map[string]any)["name"] != "price" {
+			t.Fatalf("%s: %s", name, r.raw)
+		}
+	}
+	// A delimiter that is not one character is reported where it stands, before or after.
+	for _, data := range []string{`{"csv": "a;b\n1;2\n", "delimiter": ";;"}`, `{"delimiter": ";;", "csv": "a;b\n1;2\n"}`,
+		`{"csv": "a;b\n1;2\n"` + strings.Repeat(" ", 1<<20) + `, "delimiter": ""}`} {
+		r = b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, `{"source_id": "csv-feed", "data": `+data+`}`)
+		r.wantError(t, http.StatusBadRequest, "validation_error", "INVALID_DATA")
+		if r.field("error.details.field") != "data.delimiter" {
+			t.Fatalf("bad delimiter %.60s: %s", data, r.raw)
+		}
+	}
+	// A CSV error after a late delimiter says which delimiter read the text.
+	r = b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, `{"source_id": "csv-feed", "data": {"csv": "a;b\n1;2\n3\n", "delimiter": ";"}}`)
 	r.wantError(t, http.StatusBadRequest, "validation_error", "INVALID_DATA")
-	if r.field("error.details.field") != "data.delimiter" {
-		t.Fatalf("late delimiter: %s", r.raw)
+	if msg := r.field("error.message").(string); !strings.Contains(msg, `";"`) || r.field("error.details.field") != "data.csv" {
+		t.Fatalf("ragged row after a late delimiter: %s", r.raw)
 	}
 	// A ragged row names its line.
 	r = b.send(http.MethodPost, "/v1/meridian/quality-check", b.testKey, `{"source_id": "csv-feed", "data": {"csv": "a,b\n1,2\n3\n"}}`)
