@@ -368,9 +368,10 @@ func (rs *ringSearch) marginRatios(set []int32) []float64 {
 // trimUndercutters drops, while more than three members remain, the member whose winning
 // margins exceed maxMarginRatio times the others' by the most, as long as the subset without
 // it still qualifies (marginRatios gives the reason). The rule only chooses between
-// qualifying subsets: it never turns a ring into none.
+// qualifying subsets: it never turns a ring into none. Its passes count as visits, and it
+// stops once the search's work bound is spent.
 func (rs *ringSearch) trimUndercutters(cur subsetScreen) subsetScreen {
-	for len(cur.firms) > 3 {
+	for len(cur.firms) > 3 && !rs.spent() {
 		ratios := rs.marginRatios(cur.firms)
 		if rs.stop.err != nil {
 			return cur
