@@ -43,6 +43,11 @@ var (
 	// bidFloor is what the method reaches today on the quick run's markets, less a margin:
 	// a change that falls below it is a regression.
 	bidFloor = bidTargets{detected: 0.90, exact: 0.85, falseAlarms: 0.03}
+	// bidShortFloor is the floor of the 20-market run (-short, race detector): 20 markets
+	// cannot resolve a 3 % false-alarm rate (one false alarm is 5 %; at the full runs'
+	// 0.3–1.7 %, two of 20 happen in a few per cent of rows), so it allows two per row, and
+	// three misses of 20.
+	bidShortFloor = bidTargets{detected: 0.85, exact: 0.80, falseAlarms: 0.10}
 )
 
 type bidEvalRow struct {
@@ -55,7 +60,8 @@ type bidEvalSet struct {
 	name     string
 	seedBase int64
 	rows     []bidEvalRow
-	// floor, when set, replaces bidFloor for this set in the quick run.
+	// floor, when set, lowers the quick and short runs' floor for this set (the lower of the
+	// two rates, the higher false-alarm rate).
 	floor *bidTargets
 }
 
@@ -401,7 +407,7 @@ func TestBidRingEvaluation(t *testing.T) {
 	t.Parallel()
 	count, want := bidEvalQuick, bidFloor
 	if testing.Short() || raceEnabled {
-		count = 20 // the race detector slows the search about tenfold
+		count, want = 20, bidShortFloor // the race detector slows the search about tenfold
 	}
 	if os.Getenv("CONVERGENCE_BID_EVAL") == "full" {
 		count, want = bidEvalFull, bidTarget
@@ -415,7 +421,8 @@ func TestBidRingEvaluation(t *testing.T) {
 		t.Log("\n" + bidEvalTable(s, ts))
 		w := want
 		if s.floor != nil && count < bidEvalFull {
-			w = *s.floor
+			w = bidTargets{detected: min(w.detected, s.floor.detected), exact: min(w.exact, s.floor.exact),
+				falseAlarms: max(w.falseAlarms, s.floor.falseAlarms)}
 		}
 		checkBidEval(t, s, ts, w)
 	}
