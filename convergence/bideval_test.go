@@ -21,11 +21,12 @@ import (
 // negatives that must stay quiet (competitive tenders with 6–12 % cost dispersion, and
 // capacity-constrained firms that take turns). docs/methods/convergence.md §10 reports it.
 //
-// The default run screens bidEvalQuick markets per row (about a second) and holds the
+// The default run screens bidEvalQuick markets per row (a few seconds) and holds the
 // regression floor below; CONVERGENCE_BID_EVAL=full runs bidEvalFull markets per row (about
-// 3 s on 2 cores) and gates the targets. The targets are not all met yet (partial covers
-// and the combined class fall short on detection, the combined class on exact naming; the
-// table in docs/methods/convergence.md §10), so the full run fails until they are.
+// 20 s on 2 cores) and gates the targets; CONVERGENCE_BID_SETS (comma-separated set names)
+// runs only the named sets. The targets are not all met yet (the combined class on the
+// held-out run's detection, and the thin rings of the second held-out run: the table in
+// docs/methods/convergence.md §10), so the full run fails until they are.
 
 const (
 	bidEvalQuick = 40
@@ -42,6 +43,11 @@ var (
 	// bidFloor is what the method reaches today on the quick run's markets, less a margin:
 	// a change that falls below it is a regression.
 	bidFloor = bidTargets{detected: 0.90, exact: 0.85, falseAlarms: 0.03}
+	// bidShortFloor is the floor of the 20-market run (-short, race detector): 20 markets
+	// cannot resolve a 3 % false-alarm rate (one false alarm is 5 %; at the full runs'
+	// 0.3–1.7 %, two of 20 happen in a few per cent of rows), so it allows two per row, and
+	// three misses of 20.
+	bidShortFloor = bidTargets{detected: 0.85, exact: 0.80, falseAlarms: 0.10}
 )
 
 type bidEvalRow struct {
@@ -54,6 +60,9 @@ type bidEvalSet struct {
 	name     string
 	seedBase int64
 	rows     []bidEvalRow
+	// floor, when set, lowers the quick and short runs' floor for this set (the lower of the
+	// two rates, the higher false-alarm rate).
+	floor *bidTargets
 }
 
 type bidRowTally struct {
@@ -188,6 +197,60 @@ var heldOutBids = bidEvalSet{name: "held-out", seedBase: 131_000_000, rows: []bi
 			CapacityDecay: inU(r, 0.2, 0.9), TenderNoise: inU(r, 0.03, 0.1)}
 	}},
 }}
+
+// heldOut2Bids is a second held-out set, fixed before the two-member (pair) evidence of
+// §5 was added and run once on the method before it: new seeds, and ranges shifted inside
+// the ordinary rings' ranges towards their hard ends: 5–8 firms over 20–50 tenders, rings of
+// three (of three or four in the combined class, one market in three), rigging 55–95 % of
+// the tenders, covers by 60–85 % of the members, outsiders in 20–45 % of the tenders
+// (each outsider's share from [0.2, 0.45]), cover gaps of 2 % up to 4–10 %, spreads 1–3 %,
+// tender noise 4–10 %, random rotation in the combined class; competitive dispersion
+// 6–12 % among 5–8 firms over 20–60 tenders; capacity penalties 5–25 %, backlogs decaying
+// 0.3–0.9, among 5–8 firms over 20–60 tenders.
+var heldOut2Bids = bidEvalSet{name: "held-out 2", seedBase: 211_000_000, floor: &bidTargets{detected: 0.80, exact: 0.75, falseAlarms: 0.03}, rows: []bidEvalRow{
+	{"ring of 3", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := secondRing(r)
+		p.CoverShare, p.OutsiderRate = 1, 0
+		return p
+	}},
+	{"partial covers 60–85 %", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := secondRing(r)
+		p.OutsiderRate = 0
+		return p
+	}},
+	{"outsiders 20–45 %", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := secondRing(r)
+		p.CoverShare = 1
+		return p
+	}},
+	{"random rotation", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := secondRing(r)
+		p.CoverShare, p.OutsiderRate, p.RandomRotation = 1, 0, true
+		return p
+	}},
+	{"all combined", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := secondRing(r)
+		p.RandomRotation = true
+		if r.IntN(3) == 0 {
+			p.RingSize = 4
+		}
+		return p
+	}},
+	{"competitive 6–12 % (negative)", ScenarioCompetitiveTenders, func(r *rand.Rand) GenParams {
+		return GenParams{Firms: 5 + r.IntN(4), Tenders: 20 + r.IntN(41), CostSpread: inU(r, 0.06, 0.12), TenderNoise: inU(r, 0.06, 0.12)}
+	}},
+	{"capacity-constrained (negative)", ScenarioCapacityTenders, func(r *rand.Rand) GenParams {
+		return GenParams{Firms: 5 + r.IntN(4), Tenders: 20 + r.IntN(41), CapacityPenalty: inU(r, 0.05, 0.25),
+			CapacityDecay: inU(r, 0.3, 0.9), TenderNoise: inU(r, 0.04, 0.1)}
+	}},
+}}
+
+// secondRing draws the second held-out set's ring markets (heldOut2Bids).
+func secondRing(r *rand.Rand) GenParams {
+	return GenParams{Firms: 5 + r.IntN(4), Tenders: 20 + r.IntN(31), RingSize: 3,
+		CoverShare: inU(r, 0.6, 0.85), OutsiderRate: 0.45, OutsiderRateMin: 0.2, RiggedShare: inU(r, 0.55, 0.95),
+		CoverGap: inU(r, 0.04, 0.1), CoverSpread: inU(r, 0.01, 0.03), TenderNoise: inU(r, 0.04, 0.1)}
+}
 
 func finalRing(r *rand.Rand) GenParams {
 	return GenParams{Firms: 5 + r.IntN(6), Tenders: 20 + r.IntN(61), RingSize: 3 + r.IntN(4),
@@ -344,14 +407,23 @@ func TestBidRingEvaluation(t *testing.T) {
 	t.Parallel()
 	count, want := bidEvalQuick, bidFloor
 	if testing.Short() || raceEnabled {
-		count = 20 // the race detector slows the search about tenfold
+		count, want = 20, bidShortFloor // the race detector slows the search about tenfold
 	}
 	if os.Getenv("CONVERGENCE_BID_EVAL") == "full" {
 		count, want = bidEvalFull, bidTarget
 	}
-	for _, s := range []bidEvalSet{bidTuned, stressBids, heldOutBids} {
+	only := os.Getenv("CONVERGENCE_BID_SETS") // comma-separated set names; empty runs all
+	for _, s := range []bidEvalSet{bidTuned, stressBids, heldOutBids, heldOut2Bids} {
+		if only != "" && !slices.Contains(strings.Split(only, ","), s.name) {
+			continue
+		}
 		ts := runBidEval(t, s, count)
 		t.Log("\n" + bidEvalTable(s, ts))
-		checkBidEval(t, s, ts, want)
+		w := want
+		if s.floor != nil && count < bidEvalFull {
+			w = bidTargets{detected: min(w.detected, s.floor.detected), exact: min(w.exact, s.floor.exact),
+				falseAlarms: max(w.falseAlarms, s.floor.falseAlarms)}
+		}
+		checkBidEval(t, s, ts, w)
 	}
 }

@@ -1,0 +1,123 @@
+package convergence
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// handRing builds tenders in which rotors take turns winning at 15 % above the tender's
+// value, every other rotor and every coverer bids 4–6 % above the winner, and each
+// undercutter bids 10 % below the ring's winner in the given share of the tenders (else
+// 20–30 % above the value, well clear of the ring); firm f's bids carry noise of 0.5 %.
+func handRing(seed uint64, tenders int, rotors, coverers, undercutters []string, undercut float64) Input {
+	r := rand.New(rand.NewPCG(seed, 3))
+	var bids []Bid
+	for j := range tenders {
+		id := fmt.Sprintf("T-%03d", j+1)
+		v := 1e5 * math.Exp(r.NormFloat64())
+		w := rotors[j%len(rotors)]
+		win := v * 1.15
+		add := func(f string, amt float64) {
+			bids = append(bids, Bid{Tender: id, Firm: f, Amount: ptr(math.Round(amt*(1+0.005*r.NormFloat64())*100) / 100), Won: ptr(false)})
+		}
+		add(w, win)
+		for _, f := range rotors {
+			if f != w {
+				add(f, win*(1.04+0.02*r.Float64()))
+			}
+		}
+		for _, f := range coverers {
+			add(f, win*(1.04+0.02*r.Float64()))
+		}
+		for _, f := range undercutters {
+			if r.Float64() < undercut {
+				add(f, win*0.9)
+			} else {
+				add(f, v*(1.2+0.1*r.Float64()))
+			}
+		}
+	}
+	return Input{MarketID: "hand-ring", Bids: bids}
+}
+
+func screenOf(t *testing.T, in Input, firms ...string) (*ringSearch, subsetScreen) {
+	t.Helper()
+	v, err := in.validated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := newRingSearch(v, &stopper{ctx: context.Background()})
+	var set []int32
+	for _, name := range firms {
+		i := slices.Index(v.bidFirms, name)
+		if i < 0 {
+			t.Fatalf("no firm %s", name)
+		}
+		set = append(set, int32(i))
+	}
+	slices.Sort(set)
+	return rs, rs.screen(set)
+}
+
+// A member that covers tightly in every tender but never wins belongs to a ring whose other
+// members take turns (coverOnly); without two rotating members it does not.
+func TestCoverOnlyMemberJoinsARotatingRing(t *testing.T) {
+	t.Parallel()
+	in := handRing(1, 30, []string{"A", "B"}, []string{"C"}, nil, 0)
+	_, sc := screenOf(t, in, "A", "B", "C")
+	c := sc.members[2]
+	if c.won != 0 || sc.members[0].won == 0 || sc.members[1].won == 0 {
+		t.Fatalf("wins: %+v", sc.members)
+	}
+	if c.ok() || !c.coverOnly() || sc.rotating() != 2 || !sc.qualifies() {
+		t.Fatalf("C ok %v coverOnly %v, rotating %d, qualifies %v: %+v", c.ok(), c.coverOnly(), sc.rotating(), sc.qualifies(), c)
+	}
+	a, err := Analyze(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.CollusionDetected || !slices.Equal(a.SuspectedGroups[0].Firms, []string{"A", "B", "C"}) {
+		t.Fatalf("groups %+v", a.SuspectedGroups)
+	}
+
+	// One firm wins every tender, two only cover: no rotation, so no ring.
+	in = handRing(2, 30, []string{"A"}, []string{"B", "C"}, nil, 0)
+	_, sc = screenOf(t, in, "A", "B", "C")
+	if sc.rotating() >= 2 || sc.qualifies() {
+		t.Fatalf("a single winner with two coverers qualifies: rotating %d, %+v", sc.rotating(), sc.members)
+	}
+}
+
+// An outsider that undercuts the ring in half its tenders wins by a margin far wider than
+// the ring's own; trimUndercutters drops it from a subset of the ring and it, and the ring
+// is named without it.
+func TestUndercuttingOutsiderIsTrimmed(t *testing.T) {
+	t.Parallel()
+	in := handRing(3, 40, []string{"A", "B", "C", "D"}, nil, []string{"E"}, 0.5)
+	rs, sc := screenOf(t, in, "A", "B", "C", "D", "E")
+	e := len(sc.firms) - 1 // E bids last in the first tender, so it has the highest index
+	ratios := rs.marginRatios(sc.firms)
+	if sc.members[e].winN < minMarginWins || !(ratios[e] > maxMarginRatio) {
+		t.Fatalf("outsider's margins not judged wide: ratios %v, %+v", ratios, sc.members[e])
+	}
+	for i, r := range ratios {
+		if i != e && r > maxMarginRatio {
+			t.Fatalf("a member's margins judged wide: ratios %v", ratios)
+		}
+	}
+	got := rs.trimUndercutters(sc)
+	if names := len(got.firms); names != 4 || slices.Contains(got.firms, sc.firms[4]) {
+		t.Fatalf("trimmed to %v, want the four ring members", got.firms)
+	}
+	a, err := Analyze(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.CollusionDetected || !slices.Equal(a.SuspectedGroups[0].Firms, []string{"A", "B", "C", "D"}) {
+		t.Fatalf("groups %+v", a.SuspectedGroups)
+	}
+}
