@@ -251,4 +251,9 @@ type Options struct {
 	// Progress, when set, is called with the finished and total number of runs (scenario
 	// runs plus blast-radius runs) — serialised, at most about 200 times, and once at the end.
 	Progress func(done, total int64)
+	// ChunkRuns is the number of runs per chunk of a Plan (NewPlan); 0 means the default,
+	// about a second of one core a chunk (see Plan). Every process working on one
+	// simulation must use the same value: it is part of the plan's ID. Analyze makes every
+	// run in one slice and ignores it.
+	ChunkRuns int
 }
