@@ -225,7 +225,7 @@ func TestPlanChunksDependOnInputOnly(t *testing.T) {
 func TestPlanProgress(t *testing.T) {
 	t.Parallel()
 	in := mixedInput(ModelThreshold)
-	in.Run.ChunkRuns = 1000
+	in.Run.ChunkRuns = 100
 	p, err := NewPlan(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestPlanProgress(t *testing.T) {
 	if got := p.Progress([]int{0}); got != 0 {
 		t.Errorf("chunk 0 done: progress %g, want 0 (it makes no runs)", got)
 	}
-	if got, want := p.Progress([]int{1, 1, 2, -1, p.Chunks()}), 2000/float64(total); got != want {
+	if got, want := p.Progress([]int{1, 1, 2, -1, p.Chunks()}), 200/float64(total); got != want {
 		t.Errorf("chunks 1 and 2 done (1 twice): progress %g, want %g", got, want)
 	}
 	all := make([]int, p.Chunks())
@@ -467,5 +467,33 @@ func TestPlanIDCoversInput(t *testing.T) {
 	in.Run.Workers = 3
 	if id(in) != ref {
 		t.Error("the workers change the plan ID")
+	}
+}
+
+// Chunk results merged as RunChunk returns them, without going through bytes (one process
+// running every chunk), give Analyze's bytes too.
+func TestMergeWithoutBytes(t *testing.T) {
+	t.Parallel()
+	for _, m := range modelNames {
+		in := mixedInput(m)
+		in.Run.ChunkRuns = 250
+		p, err := NewPlan(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := make([]*ChunkResult, p.Chunks())
+		for c := range results {
+			if results[c], err = p.RunChunk(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := p.Merge(results)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(res)
+		if !bytes.Equal(got, analyzeBytes(t, in)) {
+			t.Errorf("%s: merged bytes differ from Analyze's", m)
+		}
 	}
 }

@@ -46,7 +46,8 @@ func (c *ChunkResult) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, 64+c.size())
 	b = append(b, chunkMagic...)
 	b = append(b, chunkFormat)
-	b = append(b, p.id[:]...)
+	id := p.idBytes()
+	b = append(b, id[:]...)
 	b = binary.AppendUvarint(b, uint64(c.chunk))
 	if part.structure {
 		b = appendF64(b, part.lambda2)
@@ -150,7 +151,7 @@ func (p *Plan) DecodeChunk(b []byte) (*ChunkResult, error) {
 	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, errors.New("cascade: chunk result is corrupt (checksum mismatch)")
 	}
-	if string(b[len(chunkMagic)+1:chunkHeader]) != string(p.id[:]) {
+	if id := p.idBytes(); string(b[len(chunkMagic)+1:chunkHeader]) != string(id[:]) {
 		return nil, errors.New("cascade: chunk result of another plan (another input, chunk size or engine version)")
 	}
 	r := &chunkReader{b: body[chunkHeader:]}

@@ -66,7 +66,7 @@ func (m *Merger) Add(c *ChunkResult) error {
 	if c == nil || c.part == nil {
 		return fmt.Errorf("cascade: merging chunk %d: no result", m.next)
 	}
-	if c.plan != m.p && c.plan.id != m.p.id {
+	if c.plan != m.p && c.plan.idBytes() != m.p.idBytes() {
 		return fmt.Errorf("cascade: chunk %d belongs to plan %s, not to plan %s", c.chunk, c.plan.ID(), m.p.ID())
 	}
 	if c.chunk != m.next {

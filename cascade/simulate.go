@@ -14,7 +14,8 @@ import (
 // scenario, run), so the result is the same whatever the number of workers), sweeps the
 // blast radius of the nodes, and scores the network. Bad input returns an
 // *engine.InputError; a cancelled ctx stops every worker before its next run (the long
-// models also look between rounds) and returns ctx's error.
+// models also look between rounds) and returns ctx's error. It is a Plan's work made in
+// one process: every run in one slice, then chunk 0, merged (see Plan).
 func Analyze(ctx context.Context, in Input) (Result, error) {
 	s, err := in.spec()
 	if err != nil {

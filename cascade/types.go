@@ -1,8 +1,9 @@
 // Package cascade simulates how failures and losses propagate through a network of agents,
 // services or institutions (threshold, independent-cascade, DebtRank and Eisenberg–Noe
 // models, Monte Carlo over shocks) and scores its systemic fragility. It is a pure engine:
-// Analyze turns an Input into a Result, and Generate produces networks with known truth
-// for tests and test mode.
+// Analyze turns an Input into a Result; a Plan splits the same simulation into chunks that
+// any process may run and merges them into the same Result (docs/methods/cascade.md §14);
+// Generate produces networks with known truth for tests and test mode.
 package cascade
 
 import "riskapi/engine"
