@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
@@ -495,5 +496,60 @@ func TestMergeWithoutBytes(t *testing.T) {
 		if !bytes.Equal(got, analyzeBytes(t, in)) {
 			t.Errorf("%s: merged bytes differ from Analyze's", m)
 		}
+	}
+}
+
+// runChunked is a chunked simulation of in made in one process, as a job runner would:
+// every chunk run, encoded, decoded and merged.
+func runChunked(t testing.TB, in Input) Result {
+	p, err := NewPlan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.NewMerger()
+	for c := range p.Chunks() {
+		res, err := p.RunChunk(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := res.MarshalBinary()
+		if err == nil {
+			res, err = p.DecodeChunk(b)
+		}
+		if err == nil {
+			err = m.Add(res)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := m.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Estimate holds for a chunked simulation too (every model, a small and a large network,
+// random_node, chunks of an eighth of the runs): the chunks' CPU summed is within 3× of the
+// estimate, and the estimate's memory covers the peak heap of one process making them all.
+func TestCostEstimateHoldsChunked(t *testing.T) {
+	for _, c := range costNetworks {
+		name := fmt.Sprintf("%s/%s/chunked", c.model, c.size)
+		in := costInput(c.model, c.n, c.z, c.capital, c.ext, TypeRandomNode, c.sims)
+		in.Run.ChunkRuns = max(1, c.sims/8)
+		est, err := Estimate(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func() func() {
+			v := in
+			if err := v.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			return func() { runChunked(t, v) }
+		}
+		enginetest.EstimateHolds(t, name+" ("+est.Field+")", est, run())
+		enginetest.MemoryEstimateHolds(t, name, est, run())
 	}
 }

@@ -83,17 +83,52 @@ func (p *Plan) newSimulation(ctx context.Context, units int64, prog *progress) *
 	m := *p.m
 	m.stop = &sim.stop
 	sim.m = &m
-	sim.runners = make([]*runner, workers)
-	for w := range sim.runners {
-		sim.runners[w] = newRunner(sim.m)
+	sim.runners = p.takeRunners(workers)
+	for w, r := range sim.runners {
+		if r == nil {
+			sim.runners[w] = newRunner(sim.m)
+		} else {
+			r.m = sim.m
+		}
 	}
 	return sim
+}
+
+// takeRunners takes up to n runners that earlier chunks of the plan left (nil for the
+// others): a process running many chunks of one plan allocates its runners' per-node
+// arrays once instead of once a chunk (they cost ≈ 0.2 ms a chunk at 2,500 nodes, GC
+// included).
+func (p *Plan) takeRunners(n int) []*runner {
+	out := make([]*runner, n)
+	p.poolMu.Lock()
+	defer p.poolMu.Unlock()
+	k := min(n, len(p.pool))
+	copy(out, p.pool[len(p.pool)-k:])
+	clear(p.pool[len(p.pool)-k:])
+	p.pool = p.pool[:len(p.pool)-k]
+	return out
+}
+
+// release gives the simulation's runners back to the plan, unless it was stopped: a run
+// cut short may leave a runner's state mid-run.
+func (sim *simulation) release() {
+	if sim.stop.Load() {
+		return
+	}
+	p := sim.p
+	p.poolMu.Lock()
+	defer p.poolMu.Unlock()
+	p.pool = append(p.pool, sim.runners...)
 }
 
 // runRuns makes runs [lo, hi) of the plan's run sequence (see Plan).
 func (p *Plan) runRuns(ctx context.Context, lo, hi int64, prog *progress) (*partial, error) {
 	sim := p.newSimulation(ctx, hi-lo, prog)
-	defer context.AfterFunc(ctx, func() { sim.stop.Store(true) })()
+	stopOnCancel := context.AfterFunc(ctx, func() { sim.stop.Store(true) })
+	defer func() {
+		stopOnCancel()
+		sim.release()
+	}()
 	part := &partial{lo: lo, hi: hi}
 	segs, sweepLo, sweepHi := p.layout(lo, hi)
 	ks := make([]int, len(segs))
