@@ -251,6 +251,7 @@ type Options struct {
 	Workers int
 	// Progress, when set, is called with the finished and total number of runs (scenario
 	// runs plus blast-radius runs) — serialised, at most about 200 times, and once at the end.
+	// Analyze calls it; Plan.RunChunk does not (Plan.Progress is a chunked simulation's).
 	Progress func(done, total int64)
 	// ChunkRuns is the number of runs per chunk of a Plan (NewPlan); 0 means the default,
 	// about a second of one core a chunk (see Plan). Every process working on one
