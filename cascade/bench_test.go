@@ -37,6 +37,56 @@ func BenchmarkThreshold1kNodes10kEdges10kRuns(b *testing.B) {
 	b.ReportMetric(float64(len(in.Network.Edges)), "edges")
 }
 
+// BenchmarkChunked1kNodes10kEdges10kRuns is the contract target's simulation made as a
+// chunked one in one process: the plan, every chunk run in turn (all cores each), encoded,
+// decoded and merged — against BenchmarkThreshold1kNodes10kEdges10kRuns, the overhead of
+// the chunks (each chunk's runners and tallies, the barrier at its end, the bytes).
+func BenchmarkChunked1kNodes10kEdges10kRuns(b *testing.B) {
+	for _, size := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("chunk_runs=%d", size), func(b *testing.B) {
+			in := benchInput(1000, 10, 10_000)
+			in.Run.ChunkRuns = size
+			b.ReportAllocs()
+			var res Result
+			var stored, chunks int
+			for b.Loop() {
+				p, err := NewPlan(context.Background(), in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				encoded := make([][]byte, p.Chunks())
+				stored, chunks = 0, p.Chunks()
+				for c := range encoded {
+					r, err := p.RunChunk(context.Background(), c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if encoded[c], err = r.MarshalBinary(); err != nil {
+						b.Fatal(err)
+					}
+					stored += len(encoded[c])
+				}
+				m := p.NewMerger()
+				for _, e := range encoded {
+					r, err := p.DecodeChunk(e)
+					if err == nil {
+						err = m.Add(r)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if res, err = m.Result(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(res.Scenarios[0].CascadeProbability, "cascade_prob")
+			b.ReportMetric(float64(chunks), "chunks")
+			b.ReportMetric(float64(stored), "stored_bytes")
+		})
+	}
+}
+
 // BenchmarkThresholdMonteCarlo1kNodes10kEdges10kRuns times the 10,000 runs alone (no sweep,
 // no λ₂) with one worker and with all cores: the engine side of the comparison below.
 func BenchmarkThresholdMonteCarlo1kNodes10kEdges10kRuns(b *testing.B) {

@@ -507,7 +507,8 @@ const (
 	// nodeResultBytes: a NodeResult and the numbers its pointers point to.
 	nodeResultBytes = 64 + 4*8
 	// runBytes: a scenario's per-run outcomes (failed fraction, loss, rounds, recovery;
-	// Eisenberg–Noe's shortfall) and summarise's sorted copies.
+	// Eisenberg–Noe's shortfall: at most 36 bytes, see "Chunked runs" in the method
+	// document) and summarise's sorted copies, rounded up.
 	runBytes = 8*4 + 8 + 2*8
 	// lobpcgVectors: the n-vectors LOBPCG holds with one block vector (X, AX, the basis S
 	// and its image, the next X, P and their images, P and AP, the degrees, the image of
@@ -544,7 +545,7 @@ func (s *spec) memory(g *network, workers int) int64 {
 		runs += float64(sc.runs)
 	}
 	swept := float64(s.swept())
-	later := float64(workers+1)*perRunner + runs*runBytes + float64(workers)*n*(4+8) +
+	later := float64(workers+1)*perRunner + runs*runBytes + float64(workers)*n*(4+8) + n*2*8 + // tallies per worker, merged
 		swept*float64(s.sweepRuns())*8 + 4*n*8 + // sweep, rankings, centralities
 		lobpcgVectors*8*n + nodeResultBytes*n
 	if g.n <= denseFiedlerMax {

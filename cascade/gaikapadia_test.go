@@ -27,27 +27,35 @@ func prepareScenario(t testing.TB, in Input, workers int) *simulation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := buildNetwork(s)
-	sim := &simulation{ctx: context.Background(), s: s, g: g, workers: workers, prog: &progress{}}
-	sim.m = newModel(s, g)
-	sim.runners = make([]*runner, workers)
-	for w := range sim.runners {
-		sim.runners[w] = newRunner(sim.m)
-	}
-	if sc := &s.scen[0]; sc.typ == TypeTargetedAttack {
-		score, _ := g.centrality(context.Background(), sc.by)
-		sc.fixed = topNodes(s.ids, score, sc.count)
-	}
-	return sim
-}
-
-// run makes the runs of the first scenario.
-func (sim *simulation) run(t testing.TB) ScenarioResult {
-	sr, _, _, _, err := sim.runScenario(0, false)
+	p, err := newPlan(context.Background(), s, Options{Workers: workers})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sr
+	if err := p.resolveAttacks(context.Background(), []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	sim := p.newSimulation(context.Background(), int64(p.s.scen[0].runs), nil)
+	sim.workers = workers
+	for len(sim.runners) < workers {
+		sim.runners = append(sim.runners, newRunner(sim.m))
+	}
+	sim.noTallies = true
+	return sim
+}
+
+// run makes the runs of the first scenario and summarises them.
+func (sim *simulation) run(t testing.TB) ScenarioResult {
+	sc := &sim.s.scen[0]
+	sp, _, err := sim.runScenario(0, 0, sc.runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumR, maxR := int64(0), int32(0)
+	for _, r := range sp.rounds {
+		sumR += int64(r)
+		maxR = max(maxR, r)
+	}
+	return summariseRuns(sc.name, sc.typ, sp.frac, sp.loss, sumR, int(maxR), sim.s.sysThres)
 }
 
 // gkAnalytic is the large-n probability that one random failure starts a global cascade in

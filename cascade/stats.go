@@ -7,21 +7,36 @@ import (
 
 // mean sums in index (run) order, so it does not depend on which worker made which run.
 func mean(x []float64) float64 {
-	if len(x) == 0 {
+	var a neumaier
+	for _, v := range x {
+		a.add(v)
+	}
+	return a.mean()
+}
+
+// neumaier is Neumaier's compensated sum, in the order of add: the mean of N equal values
+// is that value. A merge adds chunks' values in run order, so it gets mean's result.
+type neumaier struct {
+	s, c float64
+	n    int
+}
+
+func (a *neumaier) add(v float64) {
+	t := a.s + v
+	if math.Abs(a.s) >= math.Abs(v) {
+		a.c += (a.s - t) + v
+	} else {
+		a.c += (v - t) + a.s
+	}
+	a.s = t
+	a.n++
+}
+
+func (a *neumaier) mean() float64 {
+	if a.n == 0 {
 		return 0
 	}
-	// Neumaier's compensated sum: the mean of N equal values is that value.
-	s, c := 0.0, 0.0
-	for _, v := range x {
-		t := s + v
-		if math.Abs(s) >= math.Abs(v) {
-			c += (s - t) + v
-		} else {
-			c += (v - t) + s
-		}
-		s = t
-	}
-	return (s + c) / float64(len(x))
+	return (a.s + a.c) / float64(a.n)
 }
 
 // rankCeil is ⌈pct·N/100⌉ for an integer percentage, without floating-point rounding.
@@ -45,6 +60,16 @@ func tailMean(sorted []float64, pct int) float64 {
 // summarise computes a scenario's statistics from its per-run failed value fractions,
 // losses and rounds (indexed by run).
 func summarise(name, typ string, frac, loss []float64, rounds []int, threshold float64) ScenarioResult {
+	sumR, maxR := int64(0), 0
+	for _, r := range rounds {
+		sumR += int64(r)
+		maxR = max(maxR, r)
+	}
+	return summariseRuns(name, typ, frac, loss, sumR, maxR, threshold)
+}
+
+// summariseRuns is summarise given the sum and the largest of the rounds.
+func summariseRuns(name, typ string, frac, loss []float64, sumRounds int64, maxRounds int, threshold float64) ScenarioResult {
 	N := len(frac)
 	sr := ScenarioResult{Name: name, Type: typ, Runs: N}
 	hist := Histogram{Edges: make([]float64, 11), Counts: make([]int, 10)}
@@ -70,11 +95,7 @@ func summarise(name, typ string, frac, loss []float64, rounds []int, threshold f
 	slices.Sort(ls)
 	sr.ValueAtRisk = TailLevels{L95: quantile(ls, 95), L99: quantile(ls, 99)}
 	sr.ExpectedShortfall = TailLevels{L95: tailMean(ls, 95), L99: tailMean(ls, 99)}
-	sumR := 0
-	for _, r := range rounds {
-		sumR += r
-		sr.MaxRounds = max(sr.MaxRounds, r)
-	}
-	sr.MeanRounds = float64(sumR) / float64(N)
+	sr.MaxRounds = maxRounds
+	sr.MeanRounds = float64(sumRounds) / float64(N)
 	return sr
 }

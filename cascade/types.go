@@ -1,8 +1,9 @@
 // Package cascade simulates how failures and losses propagate through a network of agents,
 // services or institutions (threshold, independent-cascade, DebtRank and Eisenberg–Noe
 // models, Monte Carlo over shocks) and scores its systemic fragility. It is a pure engine:
-// Analyze turns an Input into a Result, and Generate produces networks with known truth
-// for tests and test mode.
+// Analyze turns an Input into a Result; a Plan splits the same simulation into chunks that
+// any process may run and merges them into the same Result (docs/methods/cascade.md §14);
+// Generate produces networks with known truth for tests and test mode.
 package cascade
 
 import "riskapi/engine"
@@ -250,5 +251,11 @@ type Options struct {
 	Workers int
 	// Progress, when set, is called with the finished and total number of runs (scenario
 	// runs plus blast-radius runs) — serialised, at most about 200 times, and once at the end.
+	// Analyze calls it; Plan.RunChunk does not (Plan.Progress is a chunked simulation's).
 	Progress func(done, total int64)
+	// ChunkRuns is the number of runs per chunk of a Plan (NewPlan); 0 means the default,
+	// about a second of one core a chunk (see Plan). Every process working on one
+	// simulation must use the same value: it is part of the plan's ID. Analyze makes every
+	// run in one slice and ignores it.
+	ChunkRuns int
 }
