@@ -3,7 +3,9 @@
 // (POST /v1/test/generate), posts each item's request to the product's analysis endpoint
 // exactly as it came (no casts: the document types items[].request as that endpoint's body),
 // lists the product's results and reads back each one it made; then it registers a webhook
-// endpoint and reads usage. Any error response, or a result that disagrees with the
+// endpoint and reads usage. First it posts a Meridian request with checks of many types and a
+// Great Expectations suite, and a Cascade request with scenarios of several types, written out
+// as a user writes them. Any error response, or a result that disagrees with the
 // generator's planted verdict, exits non-zero.
 //
 //   RISKAPI_URL=http://127.0.0.1:8080 RISKAPI_KEY=sk_test_... node dist/testmode.js
@@ -56,7 +58,7 @@ function expectVerdict(what: string, got: boolean, want: boolean): void {
   }
 }
 
-// runProduct generates cases of one scenario and analyses each; it returns the ids made.
+// runScenario generates a case of one scenario and analyses it; it returns the ids made.
 async function runScenario(product: Product, scenario: string): Promise<string[]> {
   const generated = await must(
     `generate ${product}/${scenario}`,
@@ -151,7 +153,69 @@ async function listAndGet(product: Product, ids: string[]): Promise<void> {
   }
 }
 
+// handWritten posts requests written out here, as a user would, with checks and scenarios of
+// several types: the per-type schemas must accept them without casts.
+async function handWritten(): Promise<void> {
+  const checks: Schemas["MeridianCheck"][] = [
+    { type: "not_null", column: "price" },
+    { type: "null", column: "note", severity: "warning" },
+    { type: "between", column: "price", min: 0, strict_min: true },
+    { type: "not_in_set", column: "currency", values: ["XXX"] },
+    { type: "not_regex", column: "currency", patterns: ["^x", "^y"], match_on: "any" },
+    { type: "unique_within_record", columns: ["price", "cost"], ignore_row_if: "any_value_is_missing" },
+    { type: "compound_unique", columns: ["currency", "price"] },
+    { type: "column_comparison", column: "price", operator: ">=", other: "cost" },
+    { type: "statistic_between", column: "price", statistic: "distinct_ratio", min: 0, max: 1 },
+    { type: "row_count_between", min: 1, strict_max: false },
+    { type: "columns_present", columns: ["price"], exact: false },
+  ];
+  const check = await must(
+    "meridian hand-written",
+    api.POST("/meridian/quality-check", {
+      body: {
+        source_id: "typescript-hand-written",
+        data: { records: [{ price: 2, cost: 1, currency: "EUR", note: null }, { price: 3, cost: 1, currency: "USD", note: null }] },
+        checks,
+        expectation_suite: {
+          name: "prices",
+          expectations: [
+            { type: "expect_column_values_to_not_be_null", kwargs: { column: "price" } },
+            { expectation_type: "expect_column_values_to_be_between", kwargs: { column: "price", min_value: 0, max_value: null } },
+          ],
+        },
+      },
+    }),
+  );
+  const failed = check.data.checks.filter((c) => !c.success).map((c) => c.id);
+  if (failed.length > 0) {
+    throw new Error(`meridian hand-written: checks ${failed.join(", ")} failed`);
+  }
+  const sim = await must(
+    "cascade hand-written",
+    api.POST("/cascade/simulate", {
+      body: {
+        network: {
+          nodes: [{ id: "a", capital: 1 }, { id: "b", capital: 0.5, provider: "p" }, { id: "c", provider: "p" }],
+          edges: [{ source: "a", target: "b", weight: 1 }, { source: "b", target: "c", weight: 1 }],
+        },
+        model: "debtrank",
+        simulations: 10,
+        seed: 1,
+        scenarios: [
+          { type: "node_failure", nodes: ["a"] },
+          { type: "shock", loss_fraction: 0.5 },
+          { type: "targeted_attack", count: 1, by: "degree" },
+          { type: "provider_outage", provider: "p", name: "p down" },
+        ],
+      },
+    }),
+  );
+  await completedSimulation(sim.data);
+  console.log(`hand-written: ${check.data.checks.length} Meridian checks passed; Cascade simulation ${sim.data.id}`);
+}
+
 async function main(): Promise<void> {
+  await handWritten();
   for (const product of Object.keys(scenarios) as Product[]) {
     const ids: string[] = [];
     for (const scenario of scenarios[product]) {
