@@ -125,7 +125,9 @@ var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X
 
 // Every response carries X-Request-Id; every response of an authenticated operation
 // carries the rate-limit headers, except a 500 or 503, which can happen before the
-// request was counted (a store failure while checking the key).
+// request was counted (a store failure while checking the key). A 431 is net/http's own
+// plain-text refusal of an oversized header section, written before any handler runs, so
+// it carries neither.
 func TestResponseHeaders(t *testing.T) {
 	doc := load(t, api.OpenAPIYAML)
 	for path, item := range doc.Paths.Map() {
@@ -137,6 +139,9 @@ func TestResponseHeaders(t *testing.T) {
 			authenticated := len(security) > 0
 			for status, resp := range op.Responses.Map() {
 				where := method + " " + path + " " + status
+				if status == "431" {
+					continue
+				}
 				h := resp.Value.Headers
 				if id := h["X-Request-Id"]; id == nil || !id.Value.Required {
 					t.Errorf("%s: X-Request-Id is not declared as a required header", where)

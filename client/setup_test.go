@@ -136,7 +136,10 @@ func (s *service) client(key string, opts ...client.Option) *client.Client {
 }
 
 // contractChecker is a transport that checks every response against the contract (as
-// internal/httpapi's tests do), and marks the operation exercised.
+// internal/httpapi's tests do), and marks the operation exercised. It also checks every
+// request against the contract (contracttest.CheckRequest), so a body or parameter the
+// client sends that the document does not allow fails the test, except where the service
+// refused the request as malformed, which tests of error handling do on purpose.
 type contractChecker struct {
 	t        testing.TB
 	contract *contracttest.Contract
@@ -144,6 +147,16 @@ type contractChecker struct {
 }
 
 func (c *contractChecker) RoundTrip(req *http.Request) (*http.Response, error) {
+	var sent []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		var err error
+		if sent, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(sent))
+	}
 	res, err := c.next.RoundTrip(req)
 	if err != nil {
 		return nil, err
@@ -154,6 +167,7 @@ func (c *contractChecker) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	c.contract.Check(c.t, req, res.StatusCode, res.Header, raw)
+	c.contract.CheckRequest(c.t, req, sent, res.StatusCode)
 	res.Body = io.NopCloser(bytes.NewReader(raw))
 	return res, nil
 }

@@ -607,7 +607,9 @@ func (c *Contract) operation(op string) (*openapi3.Operation, error) {
 	return item.GetOperation(method), nil
 }
 
-// schemaMembers lists the properties of a schema, those of its allOf parts included, sorted.
+// schemaMembers lists the properties of a schema, those of its allOf parts and of its
+// oneOf and anyOf variants included (a body by product or type has the members of every
+// variant), sorted.
 func schemaMembers(ref *openapi3.SchemaRef) []string {
 	if ref == nil || ref.Value == nil {
 		return nil
@@ -616,8 +618,10 @@ func schemaMembers(ref *openapi3.SchemaRef) []string {
 	for name := range ref.Value.Properties {
 		out = append(out, name)
 	}
-	for _, part := range ref.Value.AllOf {
-		out = append(out, schemaMembers(part)...)
+	for _, parts := range [][]*openapi3.SchemaRef{ref.Value.AllOf, ref.Value.OneOf, ref.Value.AnyOf} {
+		for _, part := range parts {
+			out = append(out, schemaMembers(part)...)
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
