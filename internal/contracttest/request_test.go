@@ -40,8 +40,11 @@ func TestValidateRequest(t *testing.T) {
 			`{"network":{"nodes":[{"id":"a"}],"edges":[]},"scenarios":[{"type":"shock","loss_fraction":0.5},{"type":"targeted_attack","count":1,"by":"degree"}]}`, ""},
 		{"cascade scenario with another type's member", "POST", "/v1/cascade/simulate",
 			`{"network":{"nodes":[{"id":"a"}],"edges":[]},"scenarios":[{"type":"node_failure","nodes":["a"],"loss_fraction":0.5}]}`, "/scenarios/0"},
+		// Optional request members are declared nullable: null reads as absent.
 		{"drift option sent as null", "POST", "/v1/drift/analyze",
-			`{"agent_id":"a","window":null}`, "/window"},
+			`{"agent_id":"a","window":null,"sensitivity":null}`, ""},
+		{"required member sent as null", "POST", "/v1/drift/analyze",
+			`{"agent_id":null}`, "/agent_id"},
 		{"unknown member", "POST", "/v1/test/generate",
 			`{"product":"drift","scenario":"aligned","colour":"red"}`, "colour"},
 		{"query parameter out of range", "GET", "/v1/drift/analyses?limit=500", "", "limit"},
