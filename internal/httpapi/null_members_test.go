@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"cmp"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,9 +32,9 @@ func nullProbes(t *testing.T, body map[string]any) []nullProbe {
 			}
 			at := strings.TrimPrefix(path+"."+k, ".")
 			obj[k] = nil
-			asNull := mustMarshal(t, body)
+			asNull := mustJSON(t, body)
 			delete(obj, k)
-			absent := mustMarshal(t, body)
+			absent := mustJSON(t, body)
 			obj[k] = v
 			probes = append(probes, nullProbe{at, absent, asNull})
 			switch inner := v.(type) {
@@ -52,15 +51,6 @@ func nullProbes(t *testing.T, body map[string]any) []nullProbe {
 	}
 	walk(body, "")
 	return probes
-}
-
-func mustMarshal(t *testing.T, v any) []byte {
-	t.Helper()
-	raw, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
 }
 
 // TestNullReadsAsAbsentEverywhere: a member sent as null is answered exactly as the same
