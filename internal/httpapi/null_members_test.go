@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,8 +21,11 @@ type nullProbe struct {
 	absent, asNull []byte
 }
 
+// maxProbedElements: arrays up to this long are probed element by element.
+const maxProbedElements = 25
+
 // nullProbes walks a valid request body and makes a probe of every object member, at every
-// depth (the first element of each array), outside free-form values.
+// depth (every element of a short array, the first of a long one), outside free-form values.
 func nullProbes(t *testing.T, body map[string]any) []nullProbe {
 	t.Helper()
 	var probes []nullProbe
@@ -41,9 +46,15 @@ func nullProbes(t *testing.T, body map[string]any) []nullProbe {
 			case map[string]any:
 				walk(inner, at)
 			case []any:
-				if len(inner) > 0 {
-					if first, ok := inner[0].(map[string]any); ok {
-						walk(first, at+"[0]")
+				// Every element of a short array (each check, each scenario), the first of a
+				// long one (events, observations, nodes), which all hold the same members.
+				n := len(inner)
+				if n > maxProbedElements {
+					n = 1
+				}
+				for i, e := range inner[:n] {
+					if element, ok := e.(map[string]any); ok {
+						walk(element, fmt.Sprintf("%s[%d]", at, i))
 					}
 				}
 			}
@@ -91,6 +102,68 @@ func TestNullReadsAsAbsentEverywhere(t *testing.T) {
 	if endpoint.status != http.StatusCreated {
 		t.Fatalf("endpoint: %d %s", endpoint.status, endpoint.raw)
 	}
+	// Hand-written requests hold the options the generated ones leave out: every Meridian
+	// check type and the policy, every Cascade scenario type, Drift's window, baseline and
+	// sensitivity over stored events, Convergence's communications and sensitivity.
+	csv := "id,name,price,cost,updated\n1,a,10,8,2026-11-20T10:00:00Z\n2,bb,12,9,2026-11-20T11:00:00Z\n3,ccc,11,,2026-11-20T12:00:00Z\n"
+	meridianChecks := `[
+		{"type": "not_null", "column": "cost", "id": "c1", "mostly": 0.5, "severity": "warning"},
+		{"type": "null", "column": "cost"},
+		{"type": "unique", "column": "id"},
+		{"type": "between", "column": "price", "min": 0, "max": 100, "strict_min": true, "strict_max": false},
+		{"type": "between", "column": "price", "min": 0, "strict": true},
+		{"type": "in_set", "column": "name", "values": ["a", "bb"]},
+		{"type": "not_in_set", "column": "name", "values": ["zz"]},
+		{"type": "regex", "column": "name", "pattern": "^[a-c]+$"},
+		{"type": "not_regex", "column": "name", "patterns": ["^x", "^y"], "match_on": "any"},
+		{"type": "length_between", "column": "name", "min": 1, "max": 3, "strict_min": false, "strict_max": false},
+		{"type": "statistic_between", "column": "price", "statistic": "mean", "min": 1, "max": 50, "strict_min": false, "strict_max": false},
+		{"type": "columns_present", "columns": ["id", "price"], "exact": false},
+		{"type": "compound_unique", "columns": ["id", "name"], "ignore_row_if": "all_values_are_missing"},
+		{"type": "unique_within_record", "columns": ["price", "cost"], "ignore_row_if": "any_value_is_missing"},
+		{"type": "column_comparison", "column": "price", "operator": ">=", "other": "cost", "ignore_row_if": "either_value_is_missing"},
+		{"type": "freshness", "column": "updated", "max_age": "48h"},
+		{"type": "outliers", "column": "price", "method": "iqr", "threshold": 3},
+		{"type": "type", "column": "price", "expected": "number"},
+		{"type": "row_count_between", "min": 1, "max": 10, "strict_min": false, "strict_max": false}
+	]`
+	var meridianRequest map[string]any
+	if err := json.Unmarshal([]byte(`{"source_id": "prices", "data": {"csv": `+string(mustJSON(t, csv))+`, "delimiter": ","},
+		"checks": `+meridianChecks+`, "policy": {"block_below": 30, "review_below": 50}, "as_of": "2026-11-21T10:00:00Z", "profile": true}`), &meridianRequest); err != nil {
+		t.Fatal(err)
+	}
+	var cascadeRequest map[string]any
+	if err := json.Unmarshal([]byte(`{"network": {"nodes": [{"id": "a", "failure_probability": 0.1, "provider": "p1"}, {"id": "b", "provider": "p1"}, {"id": "c"}],
+		"edges": [{"source": "a", "target": "b", "weight": 1}, {"source": "b", "target": "c", "weight": 2}]}, "simulations": 200, "seed": 4,
+		"scenarios": [{"type": "node_failure", "name": "n", "nodes": ["a"]}, {"type": "random_failure", "probability": 0.2}, {"type": "random_node", "count": 1},
+		{"type": "targeted_attack", "count": 1, "by": "degree"}, {"type": "provider_outage", "provider": "p1"}, {"type": "shock", "nodes": ["a"], "loss_fraction": 0.5}]}`), &cascadeRequest); err != nil {
+		t.Fatal(err)
+	}
+	drift := samples[0].body
+	agent := drift["agent_id"]
+	events := drift["events"].([]any)
+	if r := b.send(http.MethodPost, "/v1/drift/events", b.testKey, string(mustJSON(t, map[string]any{"agent_id": agent, "events": events}))); r.status != http.StatusOK {
+		t.Fatalf("store events: %d %s", r.status, r.raw)
+	}
+	first, _ := events[0].(map[string]any)["timestamp"].(string)
+	var market map[string]any
+	for _, s := range samples {
+		if s.path == "/v1/convergence/analyze-market" && s.body["observations"] != nil {
+			market = s.body
+			break
+		}
+	}
+	observation := market["observations"].([]any)[0].(map[string]any)
+	communications := []any{map[string]any{"from": observation["firm"], "to": "another firm", "timestamp": observation["period"]}}
+	samples = append(samples,
+		sample{path: "/v1/meridian/quality-check", body: meridianRequest},
+		sample{path: "/v1/cascade/simulate", body: cascadeRequest},
+		sample{path: "/v1/drift/analyze", body: map[string]any{"agent_id": agent, "principal_id": drift["principal_id"],
+			"window": map[string]any{"from": first, "to": "2100-01-01T00:00:00Z"}, "baseline": map[string]any{"fraction": 0.3}, "sensitivity": 0.05}},
+		sample{path: "/v1/drift/analyze", body: map[string]any{"agent_id": agent, "baseline": map[string]any{"until": events[len(events)/2].(map[string]any)["timestamp"]}}},
+		sample{path: "/v1/convergence/analyze-market", body: map[string]any{"market_id": market["market_id"], "observations": market["observations"],
+			"communications": communications, "sensitivity": 0.05}},
+	)
 	samples = append(samples,
 		sample{path: "/v1/test/generate", body: map[string]any{"product": "drift", "scenario": "aligned", "count": 1, "seed": 3}},
 		sample{path: "/v1/webhooks", body: map[string]any{"url": "http://127.0.0.1:9/hook", "events": []any{"*"}, "secret": testSecret, "description": "ci"}},
@@ -100,6 +173,11 @@ func TestNullReadsAsAbsentEverywhere(t *testing.T) {
 	probes := 0
 	for _, s := range samples {
 		method := cmp.Or(s.method, http.MethodPost)
+		// The request as it is must be accepted, so that every probe of an optional member is
+		// an accepted request the document is checked against.
+		if r := b.send(method, s.path, b.testKey, string(mustJSON(t, s.body))); r.status >= 300 {
+			t.Fatalf("%s: the sample itself was refused: %d %s", s.path, r.status, r.raw)
+		}
 		for _, p := range nullProbes(t, s.body) {
 			probes++
 			absent := b.send(method, s.path, b.testKey, string(p.absent))
