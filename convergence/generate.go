@@ -206,6 +206,15 @@ func (g *gen) uniform(lo, hi float64) float64 { return lo + (hi-lo)*g.r.Float64(
 
 func (g *gen) intIn(lo, hi int) int { return lo + g.r.IntN(hi-lo+1) }
 
+// intOr is v when it is set (above 0), else a draw of intIn(lo, hi): a parameter the caller
+// may fix, drawn otherwise.
+func (g *gen) intOr(v, lo, hi int) int {
+	if v > 0 {
+		return v
+	}
+	return g.intIn(lo, hi)
+}
+
 // setup draws the period labels, price scale and market size.
 func (g *gen) setup(T int) {
 	g.form = g.gp.PeriodForm
@@ -441,10 +450,7 @@ func (g *gen) priceMarket(scenario string) {
 	gammaT := make([]float64, T)
 	hikes := map[int]bool{}
 	if scenario == ScenarioCartel {
-		k := g.gp.Members
-		if k <= 0 {
-			k = g.intIn((N+1)/2, N-1)
-		}
+		k := g.intOr(g.gp.Members, (N+1)/2, N-1)
 		k = max(2, min(k, N-1))
 		perm := r.Perm(N)
 		for _, i := range perm[:k] {
@@ -637,15 +643,9 @@ func (g *gen) priceMarket(scenario string) {
 // a few percent above it.
 func (g *gen) tenders(rigged bool) {
 	r := g.r
-	F := g.gp.Firms
-	if F <= 0 {
-		F = g.intIn(6, 12)
-	}
+	F := g.intOr(g.gp.Firms, 6, 12)
 	F = max(F, 4)
-	M := g.gp.Tenders
-	if M <= 0 {
-		M = g.intIn(40, 120)
-	}
+	M := g.intOr(g.gp.Tenders, 40, 120)
 	names := firmNames(F, "bidder")
 	spread := g.gp.CostSpread
 	if spread <= 0 {
@@ -661,11 +661,7 @@ func (g *gen) tenders(rigged bool) {
 	k := 0
 	var ring []int
 	if rigged {
-		k = g.gp.RingSize
-		if k <= 0 {
-			k = g.intIn(3, 5)
-		}
-		k = max(3, min(k, F-1))
+		k = max(3, min(g.intOr(g.gp.RingSize, 3, 5), F-1))
 		ring = r.Perm(F)[:k]
 	}
 	share := g.gp.RiggedShare
@@ -820,15 +816,9 @@ func (g *gen) tenders(rigged bool) {
 // winning — rotation without cover bids.
 func (g *gen) capacityTenders() {
 	r := g.r
-	F := g.gp.Firms
-	if F <= 0 {
-		F = g.intIn(5, 10)
-	}
+	F := g.intOr(g.gp.Firms, 5, 10)
 	F = max(F, 4)
-	M := g.gp.Tenders
-	if M <= 0 {
-		M = g.intIn(20, 80)
-	}
+	M := g.intOr(g.gp.Tenders, 20, 80)
 	names := firmNames(F, "bidder")
 	spread := g.gp.CostSpread
 	if spread <= 0 {
@@ -899,10 +889,7 @@ func (g *gen) segments(scenario string) {
 	if scenario == ScenarioRegionalMonopolies {
 		g.gp.Benchmarks = BenchNone
 	}
-	F := g.gp.Firms
-	if F <= 0 {
-		F = g.intIn(3, 5)
-	}
+	F := g.intOr(g.gp.Firms, 3, 5)
 	F = max(F, 2)
 	S := F
 	if r.IntN(2) == 0 {

@@ -216,10 +216,11 @@ func (rs *ringSearch) screen(set []int32) subsetScreen {
 	return sc
 }
 
-func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
-	rs.counted[keyOf(set)] = true
+// eachTender calls visit once for every tender that holds a bid of a firm of set, with
+// rs.pos giving each firm's index in set meanwhile (-1 for the firms outside it). The tenders
+// it reads count as visits; it returns false when the search's work bound stopped it first.
+func (rs *ringSearch) eachTender(set []int32, visit func(t *ringTender)) bool {
 	rs.epoch++
-	sc := subsetScreen{firms: slices.Clone(set), members: make([]memberScreen, len(set))}
 	for i, f := range set {
 		rs.pos[f] = int32(i)
 	}
@@ -237,57 +238,68 @@ func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
 			t := &rs.ts[j]
 			rs.visits += len(t.firms)
 			if rs.stop.tick(len(t.firms)) {
-				return sc
+				return false
 			}
-			xs, idx := rs.scratchX[:0], rs.scratchI[:0]
-			low, lowX := -1, math.Inf(1)
-			for k, g := range t.firms {
-				i := int(rs.pos[g])
-				if i < 0 {
-					continue
-				}
-				xs = append(xs, t.logs[k])
-				idx = append(idx, i)
-				if t.logs[k] < lowX {
-					low, lowX = i, t.logs[k]
-				}
-			}
-			rs.scratchX, rs.scratchI = xs, idx
-			m := len(idx)
-			if m < 2 {
+			visit(t)
+		}
+	}
+	return true
+}
+
+func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
+	rs.counted[keyOf(set)] = true
+	sc := subsetScreen{firms: slices.Clone(set), members: make([]memberScreen, len(set))}
+	if !rs.eachTender(set, func(t *ringTender) {
+		xs, idx := rs.scratchX[:0], rs.scratchI[:0]
+		low, lowX := -1, math.Inf(1)
+		for k, g := range t.firms {
+			i := int(rs.pos[g])
+			if i < 0 {
 				continue
 			}
-			z := math.NaN()
-			if m >= 3 {
-				z = rdZ(xs)
-				sc.sumZ += z
-				sc.n++
+			xs = append(xs, t.logs[k])
+			idx = append(idx, i)
+			if t.logs[k] < lowX {
+				low, lowX = i, t.logs[k]
 			}
-			for _, i := range idx {
-				ms := &sc.members[i]
-				ms.tenders++
+		}
+		rs.scratchX, rs.scratchI = xs, idx
+		m := len(idx)
+		if m < 2 {
+			return
+		}
+		z := math.NaN()
+		if m >= 3 {
+			z = rdZ(xs)
+			sc.sumZ += z
+			sc.n++
+		}
+		for _, i := range idx {
+			ms := &sc.members[i]
+			ms.tenders++
+			if m >= 3 {
+				ms.sumZ += z
+				ms.nZ++
+			}
+			if i == low {
+				ms.won++
 				if m >= 3 {
-					ms.sumZ += z
-					ms.nZ++
+					if ms.winN == 0 || z > ms.winMax {
+						ms.winMax = z
+					}
+					ms.winZ += z
+					ms.winN++
 				}
-				if i == low {
-					ms.won++
-					if m >= 3 {
-						if ms.winN == 0 || z > ms.winMax {
-							ms.winMax = z
-						}
-						ms.winZ += z
-						ms.winN++
-					}
-				} else {
-					ms.covered++
-					if m >= 3 {
-						ms.covZ += z
-						ms.covN++
-					}
+			} else {
+				ms.covered++
+				if m >= 3 {
+					ms.covZ += z
+					ms.covN++
 				}
 			}
 		}
+	}) {
+		return sc
 	}
 	if sc.n > 0 {
 		sc.z = sc.sumZ / math.Sqrt(float64(sc.n))
@@ -305,46 +317,28 @@ func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
 // away: on the evaluation's tuned and stress runs, 18 of 26 outsiders named in a ring had a
 // median margin above twice the members', against 10 of 11,646 members.
 func (rs *ringSearch) marginRatios(set []int32) []float64 {
-	rs.epoch++
 	gaps := make([][]float64, len(set))
-	for i, f := range set {
-		rs.pos[f] = int32(i)
-	}
-	defer func() {
-		for _, f := range set {
-			rs.pos[f] = -1
-		}
-	}()
-	for _, f := range set {
-		for _, j := range rs.byFirm[f] {
-			if rs.stamp[j] == rs.epoch {
+	if !rs.eachTender(set, func(t *ringTender) {
+		m, low := 0, -1
+		lo, second := math.Inf(1), math.Inf(1)
+		for k, g := range t.firms {
+			i := int(rs.pos[g])
+			if i < 0 {
 				continue
 			}
-			rs.stamp[j] = rs.epoch
-			t := &rs.ts[j]
-			rs.visits += len(t.firms)
-			if rs.stop.tick(len(t.firms)) {
-				return make([]float64, len(set))
-			}
-			m, low := 0, -1
-			lo, second := math.Inf(1), math.Inf(1)
-			for k, g := range t.firms {
-				i := int(rs.pos[g])
-				if i < 0 {
-					continue
-				}
-				m++
-				switch x := t.logs[k]; {
-				case x < lo:
-					second, lo, low = lo, x, i
-				case x < second:
-					second = x
-				}
-			}
-			if m >= 3 {
-				gaps[low] = append(gaps[low], second-lo)
+			m++
+			switch x := t.logs[k]; {
+			case x < lo:
+				second, lo, low = lo, x, i
+			case x < second:
+				second = x
 			}
 		}
+		if m >= 3 {
+			gaps[low] = append(gaps[low], second-lo)
+		}
+	}) {
+		return make([]float64, len(set))
 	}
 	ratios := make([]float64, len(set))
 	var others []float64
