@@ -23,6 +23,7 @@ import (
 	"riskapi/internal/delivery"
 	"riskapi/internal/httpapi"
 	"riskapi/internal/ident"
+	"riskapi/internal/jobs"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/ratepolicy"
 	"riskapi/internal/simulation"
@@ -43,10 +44,6 @@ const (
 	lastUsedFlushInterval = 10 * time.Second
 	// usageFlushInterval: how often billable units are written; a crash loses at most this much.
 	usageFlushInterval = 2 * time.Second
-	// Retention: idempotency records live 24 hours, events 30 days; both are purged hourly.
-	idempotencyRetention = 24 * time.Hour
-	eventRetention       = 30 * 24 * time.Hour
-	purgeInterval        = time.Hour
 	// redisRetryAfter: after a Redis failure the limiter counts in memory for this long
 	// before it tries Redis again.
 	redisRetryAfter = 5 * time.Second
@@ -73,30 +70,6 @@ func openLimiter(ctx context.Context, redisURL, prefix string, processes int, me
 	limiter.SetProcesses(processes)
 	logger.Info("rate limits shared in redis", "outage_processes", processes)
 	return limiter, func() { client.Close() }, nil
-}
-
-// purgeExpired deletes, every hour until ctx ends, idempotency records older than 24 hours
-// and events older than 30 days (with their finished deliveries).
-func purgeExpired(ctx context.Context, st store.Store, logger *slog.Logger) {
-	ticker := time.NewTicker(purgeInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			now := time.Now()
-			keys, err := st.PurgeIdempotency(ctx, now.Add(-idempotencyRetention))
-			if err != nil {
-				logger.Warn("purge idempotency records", "err", err)
-			}
-			events, err := st.PurgeEvents(ctx, now.Add(-eventRetention))
-			if err != nil {
-				logger.Warn("purge events", "err", err)
-			}
-			logger.Info("purged expired records", "idempotency_keys", keys, "events", events)
-		}
-	}
 }
 
 // dispatcherOwner names this process's webhook dispatcher in delivery leases, and its
@@ -140,8 +113,10 @@ type serveConfig struct {
 	webhookTimeout       time.Duration
 	ceiling              int64
 	proxies              []netip.Prefix
-	// simulationWorkers is how many background simulations this process runs at once.
+	// simulationWorkers is how many chunks of background simulations this process runs at once.
 	simulationWorkers int
+	// jobRescueAfter is River's RescueStuckJobsAfter (jobs.DefaultRescueAfter by default).
+	jobRescueAfter time.Duration
 	// dashboardSignUp lets visitors create accounts in the dashboard (off: invite-only).
 	dashboardSignUp bool
 	bounds          httpapi.Bounds
@@ -179,8 +154,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"comma-separated delays between delivery attempts, e.g. 1s,1s,1s (env RISKAPI_WEBHOOK_RETRY_SCHEDULE; default 5s,5m,30m,2h,5h,10h,14h,20h,24h with ±10% jitter)")
 	webhookTimeout := fs.String("webhook-timeout", envOr(getenv, "RISKAPI_WEBHOOK_TIMEOUT", "10s"),
 		"how long a receiver has to answer a delivery (env RISKAPI_WEBHOOK_TIMEOUT)")
-	workers := fs.String("simulation-workers", envOr(getenv, "RISKAPI_SIMULATION_WORKERS", strconv.Itoa(simulation.DefaultConcurrency)),
-		"background Cascade simulations this process runs at once, each of a different account (env RISKAPI_SIMULATION_WORKERS)")
+	workers := fs.String("simulation-workers", envOr(getenv, "RISKAPI_SIMULATION_WORKERS", strconv.Itoa(simulation.DefaultConcurrency())),
+		"chunks of background Cascade simulations this process runs at once, each on one core (env RISKAPI_SIMULATION_WORKERS; default GOMAXPROCS)")
+	rescue := fs.String("job-rescue-after", envOr(getenv, "RISKAPI_JOB_RESCUE_AFTER", jobs.DefaultRescueAfter.String()),
+		"how long a background job may run before another process takes it for abandoned and runs it again (env RISKAPI_JOB_RESCUE_AFTER)")
 	proxies := fs.String("trusted-proxies", getenv("RISKAPI_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (env RISKAPI_TRUSTED_PROXIES)")
 	signUp := true
@@ -205,6 +182,9 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	if c.simulationWorkers, err = strconv.Atoi(*workers); err != nil || c.simulationWorkers < 1 {
 		return c, usagef("simulation workers %q: want a positive integer", *workers)
+	}
+	if c.jobRescueAfter, err = time.ParseDuration(*rescue); err != nil || c.jobRescueAfter < time.Second {
+		return c, usagef("job rescue after %q: want a duration of at least 1s", *rescue)
 	}
 	for _, cidr := range strings.FieldsFunc(*proxies, func(r rune) bool { return r == ',' || r == ' ' }) {
 		prefix, err := netip.ParsePrefix(cidr)
@@ -329,14 +309,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	memoryBudget := admission.NewMemory(bounds.MemoryLimit, bounds.MemoryWait)
 	logger.Info("bounded work", "memory_limit_bytes", bounds.MemoryLimit, "sync_budget", bounds.SyncBudget.String(),
 		"background_budget", bounds.BackgroundBudget.String(), "account_concurrency", bounds.PerAccount)
+	owner := dispatcherOwner()
 	simulations, err := simulation.NewRunner(simulation.RunnerConfig{
-		Memory:      memoryBudget,
-		Store:       st,
-		Logger:      logger,
-		Owner:       dispatcherOwner(),
-		Concurrency: cfg.simulationWorkers,
-		Notify:      dispatcher.Notify,
+		Memory: memoryBudget,
+		Store:  st,
+		Logger: logger,
+		Owner:  owner,
+		Notify: dispatcher.Notify,
 	})
+	if err != nil {
+		return err
+	}
+	jobClient, err := newJobClient(st, simulations, cfg, owner, logger)
 	if err != nil {
 		return err
 	}
@@ -399,9 +383,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	wg.Go(func() { authn.Run(background, lastUsedFlushInterval) })
 	wg.Go(func() { meter.Run(background, usageFlushInterval) })
 	wg.Go(func() { memory.Run(background) })
-	wg.Go(func() { purgeExpired(background, st, logger) })
 	wg.Go(func() { dispatcher.Run(background) })
 	wg.Go(func() { simulations.Run(background) })
+	if err := jobClient.Start(background); err != nil {
+		stopBackground()
+		wg.Wait()
+		return fmt.Errorf("start background jobs: %w", err)
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -421,6 +409,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			srv.Close()
 		}
 	}
+	stopJobs(jobClient, logger)
 	stopBackground()
 	wg.Wait()
 	logger.Info("stopped")

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"riskapi/internal/simulation"
-	"riskapi/internal/simulation/simulationtest"
 	"riskapi/internal/store"
 )
 
@@ -79,13 +77,8 @@ func backgroundBundle(t *testing.T) (*bundle, func(concurrency int)) {
 		}
 	}, nil)
 	return b, func(concurrency int) {
-		r, err := simulation.NewRunner(simulation.RunnerConfig{Store: b.sims, Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
-			Owner: "runner-1", Now: b.clock.Now, Concurrency: concurrency})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, _ := b.runner("runner-1", concurrency)
 		runner.Store(r)
-		simulationtest.Start(t, r.Run)
 	}
 }
 

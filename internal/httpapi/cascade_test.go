@@ -108,15 +108,21 @@ func TestCascadeValidation(t *testing.T) {
 	}
 }
 
-// runner starts a background runner over the bundle's store for the test and returns its
-// stop function, which waits for the runner to hand back what it holds.
-func (b *bundle) runner(owner string) func() {
+// runner starts the background simulation workers over the bundle's store for the test (a
+// Runner and its River client working concurrency chunks at once; 0: the default) and
+// returns the runner and the function that stops both, as a shutdown does.
+func (b *bundle) runner(owner string, concurrency int) (*simulation.Runner, func()) {
 	r, err := simulation.NewRunner(simulation.RunnerConfig{Store: b.sims, Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
 		Owner: owner, Now: b.clock.Now})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return simulationtest.Start(b.t, r.Run)
+	if concurrency == 0 {
+		concurrency = simulation.DefaultConcurrency()
+	}
+	stopRun := simulationtest.Start(b.t, r.Run)
+	stopJobs := simulationtest.StartJobs(b.t, b.sims.JobDriver(), r.Register, r.Periodic(), concurrency, 0)
+	return r, func() { stopJobs(); stopRun() }
 }
 
 // awaitSimulation reads the simulation through the API now and after each of the runner's
@@ -145,7 +151,7 @@ func TestCascadeAsyncSimulation(t *testing.T) {
 		t.Fatalf("the runner was woken %d times, want once", len(woken))
 	}
 	id := r.field("data.id").(string)
-	b.runner("runner-1")
+	b.runner("runner-1", 0)
 	done := b.awaitSimulation(t, id, "completed")
 	if done.field("data.progress") != 1.0 || done.field("data.completed_at") == nil || done.field("data.score") == nil {
 		t.Fatalf("completed: %s", done.raw)

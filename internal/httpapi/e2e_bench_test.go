@@ -112,7 +112,7 @@ func BenchmarkCascadeAsync100kNodes(b *testing.B) {
 	in, _ := cascade.Generate(cascade.ScenarioFragileNetwork, 2, cascade.GenParams{Nodes: 100_000, MeanDegree: 3, Simulations: 100})
 	in.Async = true
 	body := mustJSON(b, in)
-	bb.runner("bench-runner")
+	bb.runner("bench-runner", 0)
 	var events int
 	for b.Loop() {
 		answer := benchPost(b, bb, key, "/v1/cascade/simulate", body, http.StatusAccepted, `"status":"queued"`, "")

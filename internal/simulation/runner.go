@@ -1,6 +1,7 @@
 // Package simulation runs Cascade simulations in the background, for the requests that ask
-// for it (async) or are too large to answer in the request: the Runner that works the queue
-// the store keeps, and the simulation object that both the API and the Runner store.
+// for it (async) or are too large to answer in the request: the River workers that run a
+// simulation's chunks and merge them, and the simulation object that both the API and the
+// workers store.
 package simulation
 
 import (
@@ -8,100 +9,101 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/riverqueue/river"
 
 	"riskapi/cascade"
+	"riskapi/engine"
 	"riskapi/internal/admission"
 	"riskapi/internal/event"
+	"riskapi/internal/jobs"
 	"riskapi/internal/product"
 	"riskapi/internal/store"
 )
 
-// A Runner runs up to Concurrency simulations at once, each of a different account and mode:
-// the store hands out one simulation per account at a time, the account served least recently
-// first, so a small simulation of one account starts beside another account's long one
-// instead of behind it, and the Go scheduler shares the cores between them. Each runs under a
-// lease the runner renews; a process that dies stops renewing, and once the lease expires any
-// runner resumes the simulation from its stored request — with the same seed, so the result is
-// the one the first run would have given. A simulation whose runs were interrupted maxAttempts
-// times is marked failed with the reason, never left running forever. On shutdown the runner
-// stops the engines and hands the simulations back to the queue at once.
+// A background simulation is a River job per chunk of runs (cascade.Plan): chunk 0, the first
+// job, marks it running and queues chunks 1 … Window; every chunk stored queues the next, so
+// each simulation keeps Window chunks in River's queue, which any process works; the chunk that
+// completes the set queues the merge, which combines the chunks in chunk order into exactly
+// the result Analyze gives and stores it with its event, once. A small simulation (one chunk
+// of runs) runs whole in its first job. The store dispatches one simulation per account and
+// mode at a time, so the queue holds a few chunks of each account's current simulation and
+// the workers serve the accounts in turn; first jobs and merges have workers of their own
+// (jobs.QueueSimulationStarts), so a small simulation never waits behind a long one's runs.
 //
-// Cancellation: a canceled simulation is marked in the store, and its runner stops the engine
-// when it next looks (LostSimulations): at once when woken in the process that took the
-// cancel request (Wake), else within checkEvery. The engine stops within 100 ms of its context
-// ending, so a cancel stops the CPU within about 100 ms in the process that runs it and within
-// checkEvery + 100 ms (350 ms) from another process.
+// A process that dies mid-chunk leaves the job running in River's table until River rescues
+// it (jobs.DefaultRescueAfter) and another process redoes it, with the same bytes. A
+// simulation whose chunks keep being interrupted is failed after MaxAttempts, never left
+// running forever. On shutdown the running chunks stop and go back to the queue at once.
+//
+// Cancellation: a canceled simulation is marked in the store, and the workers stop its
+// running chunks when they next look (StoppedSimulations): at once in the process that took
+// the cancel request (Wake), else within checkEvery; the engine stops within 100 ms of its
+// context ending. Its queued chunks find it canceled and end without running.
 const (
-	lease       = 30 * time.Second
-	renewEvery  = 10 * time.Second
-	poll        = time.Second
-	checkEvery  = 250 * time.Millisecond
-	maxAttempts = 3
-	// DefaultConcurrency is how many simulations a runner runs at once by default: enough for
-	// 16 accounts to be served side by side, while each simulation keeps spreading its runs
-	// over every core (the scheduler shares them).
-	DefaultConcurrency = 16
+	// Window is how many chunks of a simulation are queued at a time.
+	Window     = 16
+	checkEvery = 250 * time.Millisecond
+	// MaxAttempts: a chunk interrupted this many times fails its simulation.
+	MaxAttempts = 3
+	// sweepEvery: how often the leader dispatches simulations left queued undispatched.
+	sweepEvery = 30 * time.Second
 )
 
-// errLost is the cause of a run's context ending because this runner no longer holds the
-// simulation: it was canceled, or its lease expired and another runner took it.
-var errLost = errors.New("simulation canceled or taken over")
+// DefaultConcurrency is how many chunks of runs a process works at once by default: one per
+// core, each chunk on one core, so a simulation spreads over every core of every process.
+func DefaultConcurrency() int { return runtime.GOMAXPROCS(0) }
 
-// Store is the part of the store a Runner works on: the queue of simulations and their
-// leases. Every method returns store.ErrLeaseLost once owner no longer holds the
-// simulation, and ClaimSimulation store.ErrNotFound when nothing is due.
+// errStopped is the cause of a chunk's context ending because its simulation was canceled.
+var errStopped = errors.New("simulation canceled")
+
+// Store is the part of the store the workers use.
 type Store interface {
-	ClaimSimulation(ctx context.Context, owner string, lease time.Duration, now time.Time) (store.Simulation, error)
-	UpdateSimulation(ctx context.Context, id, owner string, payload []byte, until, now time.Time) error
-	FinishSimulation(ctx context.Context, id, owner, status string, payload, summary []byte, ev *store.Event, now time.Time) error
-	ReleaseSimulation(ctx context.Context, id, owner string, payload []byte, now time.Time) error
-	LostSimulations(ctx context.Context, owner string, ids []string) ([]string, error)
+	BackgroundSimulation(ctx context.Context, id string) (store.Simulation, error)
+	StartSimulation(ctx context.Context, id string, chunks, window int, payload []byte, now time.Time) (int, error)
+	StoreSimulationChunk(ctx context.Context, id string, c int, body []byte, worker string, progress func(done []int) ([]byte, error), now time.Time) error
+	SimulationChunks(ctx context.Context, id string) ([]store.SimulationChunk, error)
+	FinishSimulation(ctx context.Context, id, status string, payload, summary []byte, ev *store.Event, now time.Time) error
+	StoppedSimulations(ctx context.Context, ids []string) ([]string, error)
+	DispatchQueuedSimulations(ctx context.Context) (int, error)
 }
 
 // RunnerConfig configures NewRunner. Store, Logger and Owner are required.
 type RunnerConfig struct {
 	Store  Store
 	Logger *slog.Logger
-	// Owner names this process in leases; unique among the processes sharing the store.
+	// Owner names this process in the stored chunks and the logs.
 	Owner string
-	// Concurrency is how many simulations this runner runs at once; 0 means
-	// DefaultConcurrency.
-	Concurrency int
-	// Now is the clock of leases and completion times; nil means time.Now.
+	// Now is the clock of completion times; nil means time.Now.
 	Now func() time.Time
 	// Notify wakes the webhook dispatcher after a cascade.simulation_completed event was
 	// stored; nil does nothing.
 	Notify func()
-	// Memory is the process's memory budget, shared with the API: each running simulation
-	// holds its estimated peak against it (platform contract §11). Nil: no budget.
+	// Memory is the process's memory budget, shared with the API: each simulation whose plan
+	// this process holds reserves its estimated peak (platform contract §11). Nil: no budget.
 	Memory *admission.Memory
 }
 
-// Runner runs queued Cascade simulations (see Run).
+// Runner holds the workers of background simulations (Register) and stops the chunks of
+// canceled simulations (Run).
 type Runner struct {
 	cfg   RunnerConfig
+	plans *plans
 	wake  chan struct{}
-	ended chan struct{} // a run ended: a slot is free
 	mu    sync.Mutex
-	// running holds the cancel function of each simulation this runner runs, by id.
-	running map[string]context.CancelCauseFunc
+	// running holds, by simulation id, the cancel functions of the chunks this process runs.
+	running map[string]map[*int]context.CancelCauseFunc
 }
 
-// NewRunner returns a Runner over cfg's store; Run starts it.
+// NewRunner returns a Runner over cfg's store.
 func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Store == nil || cfg.Logger == nil || cfg.Owner == "" {
 		return nil, errors.New("simulation runner: Store, Logger and Owner are required")
-	}
-	if cfg.Concurrency < 0 {
-		return nil, fmt.Errorf("simulation runner: Concurrency %d is negative", cfg.Concurrency)
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -109,87 +111,52 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Notify == nil {
 		cfg.Notify = func() {}
 	}
-	return &Runner{cfg: cfg, wake: make(chan struct{}, 1), ended: make(chan struct{}, 1),
-		running: map[string]context.CancelCauseFunc{}}, nil
+	return &Runner{cfg: cfg, plans: newPlans(cfg.Memory), wake: make(chan struct{}, 1),
+		running: map[string]map[*int]context.CancelCauseFunc{}}, nil
 }
 
-// Wake nudges the runner when a simulation was queued or canceled in this process, so it
-// starts, or stops, at once instead of at its next poll. It never blocks.
-func (r *Runner) Wake() { signal(r.wake) }
+// Register adds the simulation workers to workers.
+func (r *Runner) Register(workers *river.Workers) error {
+	return errors.Join(
+		river.AddWorkerSafely(workers, river.WorkFunc(r.workChunk)),
+		river.AddWorkerSafely(workers, river.WorkFunc(r.workMerge)),
+		river.AddWorkerSafely(workers, river.WorkFunc(r.workSweep)),
+	)
+}
 
-// signal sends on a channel of capacity one unless a signal is already pending.
-func signal(c chan struct{}) {
+// Periodic is the dispatch sweep, run by the elected leader every sweepEvery and at start.
+func (r *Runner) Periodic() []*river.PeriodicJob {
+	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sweepEvery),
+		func() (river.JobArgs, *river.InsertOpts) { return jobs.DispatchSweep{}, nil },
+		&river.PeriodicJobOpts{ID: jobs.DispatchSweep{}.Kind(), RunOnStart: true})}
+}
+
+// Wake makes Run look at once for canceled simulations (the API calls it after a cancel in
+// this process). It never blocks.
+func (r *Runner) Wake() {
 	select {
-	case c <- struct{}{}:
+	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Run runs queued simulations until ctx ends: it claims one whenever a slot is free (at
-// once when woken or when a run ends, else every poll), and stops those it no longer holds
-// (when woken, and every checkEvery). It returns after every run has handed back (or
-// finished) its simulation.
+// Run stops the running chunks of simulations that were canceled, when woken and every
+// checkEvery, until ctx ends.
 func (r *Runner) Run(ctx context.Context) {
-	var runs sync.WaitGroup
-	defer runs.Wait()
-	claims := time.NewTicker(poll)
-	defer claims.Stop()
-	checks := time.NewTicker(checkEvery)
-	defer checks.Stop()
-	r.fill(ctx, &runs)
+	ticker := time.NewTicker(checkEvery)
+	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
-			r.stopLost(ctx)
-			r.fill(ctx, &runs)
-		case <-r.ended:
-			r.fill(ctx, &runs)
-		case <-claims.C:
-			r.fill(ctx, &runs)
-		case <-checks.C:
-			r.stopLost(ctx)
+		case <-ticker.C:
 		}
+		r.stopCanceled(ctx)
 	}
 }
 
-// fill claims simulations and starts them until every slot is taken or nothing is due.
-func (r *Runner) fill(ctx context.Context, runs *sync.WaitGroup) {
-	for ctx.Err() == nil {
-		r.mu.Lock()
-		free := len(r.running) < r.cfg.Concurrency
-		r.mu.Unlock()
-		if !free {
-			return
-		}
-		sim, err := r.cfg.Store.ClaimSimulation(ctx, r.cfg.Owner, lease, r.cfg.Now())
-		if err != nil {
-			if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-				r.cfg.Logger.Error("claim simulation", "err", err)
-			}
-			return
-		}
-		runCtx, cancel := context.WithCancelCause(ctx)
-		r.mu.Lock()
-		r.running[sim.ID] = cancel
-		r.mu.Unlock()
-		runs.Go(func() {
-			defer func() {
-				r.mu.Lock()
-				delete(r.running, sim.ID)
-				r.mu.Unlock()
-				cancel(nil)
-				signal(r.ended)
-			}()
-			r.run(ctx, runCtx, cancel, sim)
-		})
-	}
-}
-
-// stopLost asks the store which of the running simulations this runner no longer holds
-// (canceled, or taken over after an expired lease) and stops them.
-func (r *Runner) stopLost(ctx context.Context) {
+func (r *Runner) stopCanceled(ctx context.Context) {
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.running))
 	for id := range r.running {
@@ -199,7 +166,7 @@ func (r *Runner) stopLost(ctx context.Context) {
 	if len(ids) == 0 {
 		return
 	}
-	lost, err := r.cfg.Store.LostSimulations(ctx, r.cfg.Owner, ids)
+	stopped, err := r.cfg.Store.StoppedSimulations(ctx, ids)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.cfg.Logger.Warn("check running simulations", "err", err)
@@ -208,149 +175,247 @@ func (r *Runner) stopLost(ctx context.Context) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, id := range lost {
-		if cancel, ok := r.running[id]; ok {
-			cancel(errLost)
+	for _, id := range stopped {
+		for _, cancel := range r.running[id] {
+			cancel(errStopped)
 		}
 	}
 }
 
-// run runs one claimed simulation to its end in runCtx: it hands the simulation back when ctx
-// (the runner's) ends, and lets it go when runCtx ends with errLost.
-func (r *Runner) run(ctx, runCtx context.Context, cancel context.CancelCauseFunc, sim store.Simulation) {
-	owner := r.cfg.Owner
-	log := r.cfg.Logger.With("simulation", sim.ID, "attempt", sim.Attempts)
-	var in cascade.Input
-	err := json.Unmarshal(sim.Request, &in)
+// track registers a running chunk of simulation id and returns its context and the function
+// that unregisters it.
+func (r *Runner) track(ctx context.Context, id string) (context.Context, func()) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	key := new(int)
+	r.mu.Lock()
+	if r.running[id] == nil {
+		r.running[id] = map[*int]context.CancelCauseFunc{}
+	}
+	r.running[id][key] = cancel
+	r.mu.Unlock()
+	return runCtx, func() {
+		r.mu.Lock()
+		delete(r.running[id], key)
+		if len(r.running[id]) == 0 {
+			delete(r.running, id)
+		}
+		r.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// load reads a simulation for a job: ok is false when there is nothing to do (it no longer
+// exists, or has finished or been canceled).
+func (r *Runner) load(ctx context.Context, id string) (sim store.Simulation, in cascade.Input, ok bool, err error) {
+	sim, err = r.cfg.Store.BackgroundSimulation(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return sim, in, false, nil
+	}
+	if err != nil {
+		return sim, in, false, err
+	}
+	if sim.Status != store.SimulationQueued && sim.Status != store.SimulationRunning {
+		return sim, in, false, nil
+	}
+	if err := json.Unmarshal(sim.Request, &in); err != nil {
+		r.cfg.Logger.Error("decode stored simulation request", "simulation", id, "err", err)
+		return sim, in, false, r.fail(sim, NewObject(sim, store.SimulationRunning, in), "The stored request could not be read.")
+	}
+	// Each chunk on one core: the process works Concurrency chunks at once.
+	in.Run = cascade.Options{Workers: 1}
+	return sim, in, true, nil
+}
+
+// workChunk runs one chunk of a simulation and stores it.
+func (r *Runner) workChunk(ctx context.Context, job *river.Job[jobs.SimulationChunk]) error {
+	id, c := job.Args.SimulationID, job.Args.Chunk
+	log := r.cfg.Logger.With("simulation", id, "chunk", c, "attempt", job.Attempt)
+	sim, in, ok, err := r.load(ctx, id)
+	if err != nil || !ok {
+		return err
+	}
 	obj := NewObject(sim, store.SimulationRunning, in)
-	switch {
-	case err != nil:
-		r.finish(sim, obj, nil, "The stored request could not be read.", log)
-		log.Error("decode stored simulation request", "err", err)
-		return
-	case sim.Attempts > maxAttempts:
-		r.finish(sim, obj, nil, fmt.Sprintf("The simulation was interrupted %d times (the process running it stopped) and was not retried again.", maxAttempts), log)
-		return
+	if job.Attempt > MaxAttempts {
+		return r.fail(sim, obj, interrupted)
 	}
-	if payload, _, err := obj.Encode(); err == nil {
-		if err := r.cfg.Store.UpdateSimulation(ctx, sim.ID, owner, payload, r.cfg.Now().Add(lease), r.cfg.Now()); err != nil {
-			log.Warn("mark simulation running", "err", err)
-			if !errors.Is(err, store.ErrLeaseLost) {
-				r.release(sim, obj, log)
-			}
-			return
+	runCtx, untrack := r.track(ctx, id)
+	defer untrack()
+	plan, release, err := r.plans.get(runCtx, id, in)
+	if err != nil {
+		return r.chunkFailed(ctx, runCtx, sim, obj, err, log)
+	}
+	defer release()
+	if c == 0 {
+		payload, _, err := obj.Encode()
+		if err != nil {
+			return err
+		}
+		small := plan.Chunks() <= 2
+		window := Window
+		if small {
+			window = 0
+		}
+		attempts, err := r.cfg.Store.StartSimulation(ctx, id, plan.Chunks(), window, payload, r.cfg.Now())
+		if errors.Is(err, store.ErrSimulationFinished) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if attempts > MaxAttempts {
+			return r.fail(sim, obj, interrupted)
+		}
+		if small {
+			return r.runWhole(ctx, runCtx, sim, obj, plan, log)
 		}
 	}
-
-	// The engine runs in runCtx: cancelled on shutdown, or with errLost when the lease is lost
-	// or the simulation canceled.
-	var (
-		mu       sync.Mutex
-		progress float64
-	)
-	stopRenewing, renewDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(renewDone)
-		ticker := time.NewTicker(renewEvery)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-stopRenewing:
-				return
-			case <-ticker.C:
-				mu.Lock()
-				obj.Progress = progress
-				payload, _, err := obj.Encode()
-				mu.Unlock()
-				if err == nil {
-					err = r.cfg.Store.UpdateSimulation(runCtx, sim.ID, owner, payload, r.cfg.Now().Add(lease), r.cfg.Now())
-				}
-				if errors.Is(err, store.ErrLeaseLost) {
-					cancel(errLost)
-					return
-				}
-			}
-		}
-	}()
-	var res cascade.Result
-	release, err := r.reserveMemory(runCtx, in)
+	res, err := runChunkGuarded(runCtx, plan, c)
+	if err != nil {
+		return r.chunkFailed(ctx, runCtx, sim, obj, err, log)
+	}
+	body, err := res.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	err = r.cfg.Store.StoreSimulationChunk(ctx, id, c, body, r.cfg.Owner, func(done []int) ([]byte, error) {
+		obj.Progress = plan.Progress(done)
+		payload, _, err := obj.Encode()
+		return payload, err
+	}, r.cfg.Now())
+	if errors.Is(err, store.ErrSimulationFinished) {
+		r.plans.drop(id)
+		return nil
+	}
 	if err == nil {
-		res, err = simulateGuarded(runCtx, in, func(done, total int64) {
-			mu.Lock()
-			progress = float64(done) / float64(max(total, 1))
-			mu.Unlock()
-		})
-		release()
+		log.Info("simulation chunk stored", "worker", r.cfg.Owner, "runs", plan.RunsIn(c))
 	}
-	close(stopRenewing)
-	<-renewDone
+	return err
+}
+
+// runWhole runs every chunk of a small simulation in this job and finishes it.
+func (r *Runner) runWhole(ctx, runCtx context.Context, sim store.Simulation, obj Object, plan *cascade.Plan, log *slog.Logger) error {
+	results := make([]*cascade.ChunkResult, plan.Chunks())
+	for c := range results {
+		res, err := runChunkGuarded(runCtx, plan, c)
+		if err != nil {
+			return r.chunkFailed(ctx, runCtx, sim, obj, err, log)
+		}
+		results[c] = res
+	}
+	defer r.plans.drop(sim.ID)
+	res, err := plan.Merge(results)
+	if err != nil {
+		log.Error("merge simulation", "err", err)
+		return r.fail(sim, obj, internalFailure)
+	}
+	_, err = r.finish(sim, obj, &res, "")
+	return err
+}
+
+// Failure reasons.
+var (
+	internalFailure = "The simulation could not be completed because of an internal error; it has been logged with the simulation id."
+	interrupted     = fmt.Sprintf("The simulation was interrupted %d times (the process running it stopped) and was not retried again.", MaxAttempts)
+)
+
+// chunkFailed decides what a chunk's error means: shutdown puts the job back at once (not
+// counted as an attempt), a cancel ends it, and bad input or an engine error fails the
+// simulation; anything else is retried by River.
+func (r *Runner) chunkFailed(ctx, runCtx context.Context, sim store.Simulation, obj Object, err error, log *slog.Logger) error {
 	switch {
-	case err != nil && ctx.Err() != nil:
-		// Shutdown: back to the queue, not counted as an attempt.
-		mu.Lock()
-		queued := obj
-		mu.Unlock()
-		r.release(sim, queued, log)
-	case err != nil && errors.Is(context.Cause(runCtx), errLost):
-		// Canceled, or another runner has it now: nothing more to write.
-		log.Info("simulation stopped: canceled or taken over by another runner")
-	case err != nil:
+	case ctx.Err() != nil:
+		return river.JobSnooze(0)
+	case errors.Is(context.Cause(runCtx), errStopped):
+		log.Info("simulation chunk stopped: simulation canceled")
+		r.plans.drop(sim.ID)
+		return nil
+	case isEngineFailure(err):
 		log.Error("simulation failed", "err", err)
-		r.finish(sim, obj, nil, "The simulation could not be completed because of an internal error; it has been logged with the simulation id.", log)
-	default:
-		r.finish(sim, obj, &res, "", log)
+		return r.fail(sim, obj, internalFailure)
 	}
+	return err
 }
 
-// reserveMemory holds the simulation's estimated peak (cascade.Estimate) against the
-// process's memory budget until release, waiting as long as the budget is full: a background
-// run has no client to answer 503 and keeps its place in line; its lease is renewed meanwhile. A peak above the whole
-// budget (the API refuses such requests; an older one may be queued) holds the whole budget,
-// so that it runs alone.
-func (r *Runner) reserveMemory(ctx context.Context, in cascade.Input) (release func(), err error) {
-	if r.cfg.Memory == nil {
-		return func() {}, nil
-	}
-	cost, err := cascade.Estimate(in)
-	if err != nil {
-		return nil, err
-	}
-	res, err := r.cfg.Memory.ReserveWhenFree(ctx, min(cost.Memory, r.cfg.Memory.Limit()))
-	if err != nil {
-		return nil, err
-	}
-	return res.Release, nil
+// isEngineFailure: the engine refused the stored input or failed inside (a panic): running
+// it again would fail again.
+func isEngineFailure(err error) bool {
+	return errors.As(err, new(*engineError)) || errors.As(err, new(*engine.InputError))
 }
 
-// simulateGuarded runs the engine, turning a panic into an error: a background run has no
-// request to fail, and a panic must fail the simulation, not the process (which would claim
-// it again after every restart).
-func simulateGuarded(ctx context.Context, in cascade.Input, progress func(done, total int64)) (res cascade.Result, err error) {
+// engineError wraps a panic of the engine.
+type engineError struct{ v any }
+
+func (e *engineError) Error() string { return fmt.Sprintf("internal error in the engine: %v", e.v) }
+
+// runChunkGuarded runs a chunk, turning a panic into an engineError.
+func runChunkGuarded(ctx context.Context, plan *cascade.Plan, c int) (res *cascade.ChunkResult, err error) {
 	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("internal error in the engine: %v", p)
+		if v := recover(); v != nil {
+			err = &engineError{v}
 		}
 	}()
-	in.Run = cascade.Options{Progress: progress}
-	return cascade.Analyze(ctx, in)
+	return plan.RunChunk(ctx, c)
 }
 
-// release hands a simulation back to the queue (shutdown, or a failure to start it).
-func (r *Runner) release(sim store.Simulation, obj Object, log *slog.Logger) {
-	obj.Status, obj.Progress = store.SimulationQueued, 0
-	payload, _, _ := obj.Encode()
-	ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
-	defer done()
-	if err := r.cfg.Store.ReleaseSimulation(ctx, sim.ID, r.cfg.Owner, payload, r.cfg.Now()); err != nil {
-		log.Warn("hand simulation back", "err", err)
+// workMerge merges a simulation's stored chunks and completes it.
+func (r *Runner) workMerge(ctx context.Context, job *river.Job[jobs.SimulationMerge]) error {
+	id := job.Args.SimulationID
+	log := r.cfg.Logger.With("simulation", id, "attempt", job.Attempt)
+	sim, in, ok, err := r.load(ctx, id)
+	if err != nil || !ok {
+		return err
 	}
+	obj := NewObject(sim, store.SimulationRunning, in)
+	plan, release, err := r.plans.get(ctx, id, in)
+	if err != nil {
+		return r.chunkFailed(ctx, ctx, sim, obj, err, log)
+	}
+	defer release()
+	chunks, err := r.cfg.Store.SimulationChunks(ctx, id)
+	if err != nil {
+		return err
+	}
+	merger := plan.NewMerger()
+	workers := map[string]int{}
+	for _, c := range chunks {
+		res, err := plan.DecodeChunk(c.Body)
+		if err == nil {
+			err = merger.Add(res)
+		}
+		if err != nil {
+			log.Error("merge simulation: stored chunk refused", "chunk", c.Chunk, "err", err)
+			return r.fail(sim, obj, internalFailure)
+		}
+		workers[c.Worker]++
+	}
+	defer r.plans.drop(id)
+	res, err := merger.Result()
+	if err != nil {
+		log.Error("merge simulation", "err", err)
+		return r.fail(sim, obj, internalFailure)
+	}
+	stored, err := r.finish(sim, obj, &res, "")
+	if stored {
+		log.Info("simulation merged", "chunks", len(chunks), "chunks_by_worker", workers)
+	}
+	return err
+}
+
+// workSweep dispatches simulations left queued without jobs.
+func (r *Runner) workSweep(ctx context.Context, _ *river.Job[jobs.DispatchSweep]) error {
+	n, err := r.cfg.Store.DispatchQueuedSimulations(ctx)
+	if n > 0 {
+		r.cfg.Logger.Info("dispatched queued simulations", "simulations", n)
+	}
+	return err
 }
 
 // finish stores the final object (completed with res, or failed with reason) and its
-// cascade.simulation_completed event in one transaction.
-func (r *Runner) finish(sim store.Simulation, obj Object, res *cascade.Result, reason string, log *slog.Logger) {
+// cascade.simulation_completed event in one transaction, and reports whether it did: a
+// simulation canceled or already finished meanwhile keeps what it has, with no event. A
+// store error is returned for River to retry the job.
+func (r *Runner) finish(sim store.Simulation, obj Object, res *cascade.Result, reason string) (bool, error) {
+	log := r.cfg.Logger.With("simulation", sim.ID)
 	now := r.cfg.Now().UTC().Truncate(time.Millisecond)
 	status := store.SimulationFailed
 	if res != nil {
@@ -361,26 +426,28 @@ func (r *Runner) finish(sim store.Simulation, obj Object, res *cascade.Result, r
 	}
 	payload, evPayload, err := obj.Encode()
 	if err != nil {
-		log.Error("encode simulation", "err", err)
-		return
+		return false, fmt.Errorf("encode simulation: %w", err)
 	}
 	ev, err := event.New(sim.AccountID, sim.Mode, product.Cascade.Event, jsontext.Value(evPayload), now)
 	if err != nil {
-		log.Error("encode simulation event", "err", err)
-		return
+		return false, fmt.Errorf("encode simulation event: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = r.cfg.Store.FinishSimulation(ctx, sim.ID, r.cfg.Owner, status, payload, evPayload, &ev, now)
+	err = r.cfg.Store.FinishSimulation(ctx, sim.ID, status, payload, evPayload, &ev, now)
 	switch {
-	case errors.Is(err, store.ErrLeaseLost):
-		// Canceled (or taken over) as it finished: the result is discarded, and no event is
-		// sent for a canceled simulation.
-		log.Info("simulation canceled or taken over before its result was stored; result discarded")
-		return
+	case errors.Is(err, store.ErrSimulationFinished):
+		log.Info("simulation canceled or finished before this result was stored; result discarded")
+		return false, nil
 	case err != nil:
-		log.Error("store finished simulation", "err", err)
-		return
+		return false, err
 	}
 	r.cfg.Notify()
+	return true, nil
+}
+
+// fail fails the simulation for reason (see finish).
+func (r *Runner) fail(sim store.Simulation, obj Object, reason string) error {
+	_, err := r.finish(sim, obj, nil, reason)
+	return err
 }

@@ -13,59 +13,32 @@ import (
 	"riskapi/internal/store"
 )
 
-// A simulation left running by a process that died is resumed once its lease expires; one
-// interrupted too often is failed with the reason, not left running.
-func TestInterruptedSimulations(t *testing.T) {
+// A simulation whose first chunk was started MaxAttempts times by processes that died is
+// failed with the reason by the next start, not retried forever; a canceled one is never
+// started.
+func TestSimulationInterruptedTooOftenFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	queue := func() string { return b.queue(chain(5, 50, 3)) }
-	resumed := queue()
-	// A process claims it and dies (never renews): the lease keeps others off until it expires.
-	if _, err := b.store.ClaimSimulation(ctx, "dead-process", lease, b.clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	stop := b.runner("runner-2")
-	b.store.WaitFor(t, 5*time.Second, "runner-2 looking for work", func() bool { return b.store.EmptyClaimsBy("runner-2") > 0 })
-	// runner-2 has looked for work and left the leased row alone: one attempt (the dead
-	// process's), and the object still says queued, since the dead process never wrote
-	// "running" to the payload.
-	if s := b.simulation(resumed); s.Attempts != 1 || s.object["status"] != "queued" {
-		t.Fatalf("while the dead process's lease holds: %d attempts, status %v; want 1, queued: runner-2 must not claim it", s.Attempts, s.object["status"])
-	}
-	b.clock.Advance(lease + time.Second)
-	done := b.await(resumed, "completed")
-	if done.Attempts != 2 || done.object["failure_reason"] != nil {
-		t.Fatalf("resumed simulation: attempts %d, %s", done.Attempts, done.Payload)
-	}
-
-	stop()
-	doomed := queue()
-	for range maxAttempts {
-		b.clock.Advance(lease + time.Second)
-		for {
-			sim, err := b.store.ClaimSimulation(ctx, "crashing-process", lease, b.clock.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sim.ID == doomed {
-				break
-			}
+	doomed := b.queue(chain(5, 50, 3))
+	for range MaxAttempts {
+		// A process starts it and dies before storing anything.
+		if _, err := b.store.StartSimulation(ctx, doomed, 2, Window, []byte(`{"status":"running"}`), b.clock.Now()); err != nil {
+			t.Fatal(err)
 		}
 	}
-	b.clock.Advance(lease + time.Second)
-	b.runner("runner-3")
+	b.runner("runner-2")
 	failed := b.await(doomed, "failed")
 	if reason, _ := failed.object["failure_reason"].(string); !strings.Contains(reason, "interrupted") {
 		t.Fatalf("failure_reason = %q", reason)
 	}
-	if n := b.completionEvents(); n != 2 {
-		t.Fatalf("%v events, want 2 (the failed one finishes too)", n)
+	if n := b.completionEvents(); n != 1 {
+		t.Fatalf("%v events, want 1 (a failed simulation finishes too)", n)
 	}
 }
 
-// A runner stopped mid-simulation (shutdown) hands it back to the queue at once, without
-// counting the attempt; the next runner completes it.
+// A process stopped mid-simulation (shutdown) puts its running chunks back in the queue at
+// once; the next process completes the simulation, with one event.
 func TestShutdownHandsSimulationBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -74,12 +47,14 @@ func TestShutdownHandsSimulationBack(t *testing.T) {
 	stop := b.runner("runner-a")
 	b.await(id, "running")
 	stop()
-	sim := b.simulation(id)
-	if sim.Status != store.SimulationQueued || sim.Attempts != 0 {
-		t.Fatalf("after shutdown: %+v; want queued with 0 attempts", sim.Status)
+	if sim := b.simulation(id); sim.Status != store.SimulationRunning {
+		t.Fatalf("after shutdown: %s; want still running (its chunks queued)", sim.Status)
 	}
 	b.runner("runner-b")
 	b.await(id, "completed")
+	if n := b.completionEvents(); n != 1 {
+		t.Fatalf("%d events, want 1", n)
+	}
 }
 
 // large is a simulation of 10,000 banks in a chain with 100,000 runs of one random failure,
@@ -94,18 +69,17 @@ func large() cascade.Input {
 func small() cascade.Input { return chain(300, 1000, 1) }
 
 // A small simulation of one account starts beside another account's long one instead of
-// behind it: it completes within 5 s (the contract's bound on two cores) while the long one
-// still runs (measured: 84–412 ms on two cores). Before runs were shared between accounts it
-// waited for the whole long run (11.9 s).
+// behind it: its job passes the long one's queued chunks, so it completes within 5 s (the
+// contract's bound on two cores) while the long one still runs. Before runs were shared
+// between accounts it waited for the whole long run (11.9 s).
 func TestSmallSimulationDoesNotWaitBehindAnotherAccountsLargeOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	big := b.queue(large())
-	r, _ := b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-1"})
+	b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-1"}, 0)
 	b.await(big, "running")
 	start := time.Now()
 	quick := b.queueFor(b.newAccount(), small())
-	r.Wake() // as the API does when it queues a simulation
 	b.store.WaitFor(t, 5*time.Second, "the other account's small simulation completed", func() bool {
 		return b.simulation(quick).object["status"] == "completed"
 	})
@@ -116,9 +90,10 @@ func TestSmallSimulationDoesNotWaitBehindAnotherAccountsLargeOne(t *testing.T) {
 }
 
 // A canceled simulation stops and sends no cascade.simulation_completed: a queued one is never
-// run; a running one's engine stops at once when the runner is woken (the cancel was taken in
-// its process) and within checkEvery when it is not (taken in another process). The runner has
-// one slot, so the next simulation can start only once the canceled one's engine has returned.
+// run; a running one's chunk stops at once when the runner is woken (the cancel was taken in
+// its process) and within checkEvery when it is not (taken in another process). The process
+// works one chunk at a time, so the next simulation can run only once the canceled one's
+// chunk has returned.
 // (Measured on two cores: 15–80 ms woken, 40–335 ms not; the engine's own bound of 100 ms is
 // checked in package cascade. The 3 s bound leaves room for the race detector.)
 func TestCanceledSimulationsStop(t *testing.T) {
@@ -128,7 +103,7 @@ func TestCanceledSimulationsStop(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			big := b.queue(large())
-			r, _ := b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-1", Concurrency: 1})
+			r, _ := b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-1"}, 1)
 			b.await(big, "running")
 			other := b.newAccount()
 			never := b.queueFor(other, small())
@@ -159,9 +134,9 @@ func TestCanceledSimulationsStop(t *testing.T) {
 	}
 }
 
-// Two runners, each over its own store on one database (two processes), share the queue:
-// every simulation runs exactly once (one attempt, one event), whichever runner takes it. On
-// SQLite, and on PostgreSQL when RISKAPI_TEST_POSTGRES_URL is set.
+// Two processes (each a runner and a River client over its own store on one database) share
+// the queue: every simulation completes exactly once (one start, one event), whichever
+// process takes its chunks. On SQLite, and on PostgreSQL when RISKAPI_TEST_POSTGRES_URL is set.
 func TestTwoRunnersNeverRunASimulationTwice(t *testing.T) {
 	t.Parallel()
 	for name, setup := range map[string]func(*testing.T) *bundle{"sqlite": setup, "postgres": setupPostgres} {
@@ -173,8 +148,8 @@ func TestTwoRunnersNeverRunASimulationTwice(t *testing.T) {
 			for i := range 12 {
 				ids = append(ids, b.queueFor(accounts[i%len(accounts)], chain(30, 300, int64(i))))
 			}
-			b.startRunner(RunnerConfig{Store: b.store, Owner: "process-1", Concurrency: 3})
-			b.startRunner(RunnerConfig{Store: &simulationtest.Watch{Store: b.open()}, Owner: "process-2", Concurrency: 3})
+			b.startRunner(RunnerConfig{Store: b.store, Owner: "process-1"}, 3)
+			b.startRunner(RunnerConfig{Store: &simulationtest.Watch{Store: b.open()}, Owner: "process-2"}, 3)
 			for _, id := range ids {
 				if s := b.await(id, "completed"); s.Attempts != 1 {
 					t.Fatalf("%s ran %d times", id, s.Attempts)
@@ -190,8 +165,8 @@ func TestTwoRunnersNeverRunASimulationTwice(t *testing.T) {
 }
 
 // A background simulation holds its estimated peak against the process's memory budget, which
-// the API shares: while the budget is full it waits, running nothing, and it runs once there is
-// room.
+// the API shares, while the process holds its plan: while the budget is full it waits, queued
+// and running nothing, and it runs once there is room, giving the memory back when it ends.
 func TestSimulationsWaitForTheMemoryBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -200,13 +175,12 @@ func TestSimulationsWaitForTheMemoryBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, stop := b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-memory", Memory: memory})
+	_, stop := b.startRunner(RunnerConfig{Store: b.store, Owner: "runner-memory", Memory: memory}, 0)
 	defer stop()
 	id := b.queue(small())
-	b.await(id, "running")
-	time.Sleep(200 * time.Millisecond) // ten of the budget's waits
-	if s := b.simulation(id); s.object["status"] != "running" || s.object["progress"] != nil && s.object["progress"] != 0.0 {
-		t.Fatalf("ran while the memory budget was full: %s", s.Payload)
+	time.Sleep(500 * time.Millisecond) // two of River's polls, 25 of the budget's waits
+	if s := b.simulation(id); s.object["status"] != "queued" || s.Attempts != 0 {
+		t.Fatalf("started while the memory budget was full: %d attempts, %s", s.Attempts, s.Payload)
 	}
 	held.Release()
 	b.await(id, "completed")
@@ -214,5 +188,49 @@ func TestSimulationsWaitForTheMemoryBudget(t *testing.T) {
 		t.Fatalf("the finished simulation did not give its memory back: %v", err)
 	} else {
 		r.Release()
+	}
+}
+
+// A simulation's chunks are shared by every process working the queue, and the merged result
+// is byte for byte the one a single run of the engine gives (the object as GET returns it,
+// rebuilt from cascade.Analyze with the stored completion time). Three processes over their
+// own stores on one database; the log says which process stored each chunk.
+func TestChunksAcrossProcessesGiveOneRunsBytes(t *testing.T) {
+	t.Parallel()
+	for name, setup := range map[string]func(*testing.T) *bundle{"sqlite": setup, "postgres": setupPostgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			in := chain(1000, 100000, 11)
+			id := b.queue(in)
+			for i := range 3 {
+				st := b.store
+				if i > 0 {
+					st = &simulationtest.Watch{Store: b.open()}
+				}
+				b.startRunner(RunnerConfig{Store: st, Owner: fmt.Sprintf("process-%d", i+1)}, 1)
+			}
+			done := b.await(id, "completed")
+			res, err := cascade.Analyze(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := NewObject(done.Simulation, store.SimulationRunning, in)
+			completed, err := time.Parse(time.RFC3339Nano, done.object["completed_at"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Complete(res, completed)
+			payload, _, err := want.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(payload) != string(done.Payload) {
+				t.Fatalf("merged result differs from one run of the engine:\n got %.300s\nwant %.300s", done.Payload, payload)
+			}
+			if n := b.completionEvents(); n != 1 {
+				t.Fatalf("%d events, want 1", n)
+			}
+		})
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"riskapi/internal/testlog"
 )
 
-// bundle is one test's account in a real SQLite store, with a clock that leases follow.
+// bundle is one test's account in a real SQLite store, with a clock for the stored times.
 type bundle struct {
 	t *testing.T
 	// open opens another store on the bundle's database: it stands for another process.
@@ -110,7 +110,7 @@ func (b *bundle) queueFor(account string, in cascade.Input) string {
 	sim, err := Queued(store.Simulation{ID: ident.New(product.Cascade.Results.IDPrefix), AccountID: account, Mode: store.ModeTest,
 		CreatedAt: now, UpdatedAt: now}, in)
 	if err == nil {
-		err = b.store.CreateSimulation(context.Background(), sim, nil, nil)
+		err = b.store.QueueSimulation(context.Background(), sim, 5, nil)
 	}
 	if err != nil {
 		b.t.Fatal(err)
@@ -135,22 +135,28 @@ func (b *bundle) cancel(id string) {
 	}
 }
 
-// runner starts a Runner named owner for the test and returns its stop function, which
-// waits for the runner to hand back what it holds.
+// runner starts a Runner named owner, working chunks with the default concurrency, for the
+// test and returns its stop function (a shutdown: running chunks go back to the queue).
 func (b *bundle) runner(owner string) func() {
-	_, stop := b.startRunner(RunnerConfig{Store: b.store, Owner: owner})
+	_, stop := b.startRunner(RunnerConfig{Store: b.store, Owner: owner}, 0)
 	return stop
 }
 
-// startRunner starts a Runner configured by cfg, with the bundle's logger and clock, and
-// returns it with its stop function.
-func (b *bundle) startRunner(cfg RunnerConfig) (*Runner, func()) {
+// startRunner starts a Runner configured by cfg, with the bundle's logger and clock, and its
+// River client working concurrency chunks at once (0: DefaultConcurrency), on cfg's store;
+// it returns the runner and the function that stops both.
+func (b *bundle) startRunner(cfg RunnerConfig, concurrency int) (*Runner, func()) {
 	cfg.Logger, cfg.Now = b.logger, b.clock.Now
 	r, err := NewRunner(cfg)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return r, simulationtest.Start(b.t, r.Run)
+	if concurrency == 0 {
+		concurrency = DefaultConcurrency()
+	}
+	stopRun := simulationtest.Start(b.t, r.Run)
+	stopJobs := simulationtest.StartJobs(b.t, cfg.Store.(store.Store).JobDriver(), r.Register, r.Periodic(), concurrency, 0)
+	return r, func() { stopJobs(); stopRun() }
 }
 
 // stored is a simulation as the store holds it, with its object (as GET returns it) decoded.

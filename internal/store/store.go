@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"riskapi/internal/jobs"
 )
 
 // Errors returned by every Store implementation. Callers test them with errors.Is.
@@ -115,6 +117,9 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Close releases connections. The store is unusable afterwards.
 	Close() error
+	// JobDriver is River's driver over the store's database: the process's job worker works
+	// the background jobs the store inserts in its transactions.
+	JobDriver() jobs.Driver
 
 	// CreateAccount inserts a new account. ErrConflict if the id exists.
 	CreateAccount(ctx context.Context, a Account) error

@@ -5,22 +5,24 @@ package simulationtest
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+
+	"riskapi/internal/ident"
+	"riskapi/internal/jobs"
 	"riskapi/internal/store"
 )
 
-// Watch passes every call on to the store, and tells waiting tests when the
-// background simulation runner has claimed, or failed to claim, a simulation or written one,
-// so that they wait for its next step rather than polling on a timer.
+// Watch passes every call on to the store, and tells waiting tests when the background
+// simulation workers have written a simulation (started it, stored a chunk, finished it), so
+// that they wait for its next step rather than polling on a timer.
 type Watch struct {
 	store.Store
-	mu          sync.Mutex
-	changed     chan struct{}  // closed, and replaced, after every runner call
-	emptyClaims map[string]int // claims that found nothing due, by owner
+	mu      sync.Mutex
+	changed chan struct{} // closed, and replaced, after every write of the workers
 }
 
 func (w *Watch) notify() {
@@ -42,19 +44,15 @@ func (w *Watch) next() <-chan struct{} {
 	return w.changed
 }
 
-// EmptyClaimsBy returns how many of owner's claims found nothing due.
-func (w *Watch) EmptyClaimsBy(owner string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.emptyClaims[owner]
-}
-
-// WaitFor checks cond now and after each of the runner's calls until it holds; it fails the
-// test with what after timeout.
+// WaitFor checks cond now, after each of the workers' writes through w, and every 100 ms
+// (for writes through another process's store) until it holds; it fails the test with what
+// after timeout.
 func (w *Watch) WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
 	for {
 		next := w.next()
 		if cond() {
@@ -62,49 +60,67 @@ func (w *Watch) WaitFor(t testing.TB, timeout time.Duration, what string, cond f
 		}
 		select {
 		case <-next:
+		case <-ticker.C:
 		case <-deadline.C:
 			t.Fatalf("%s: not within %s", what, timeout)
 		}
 	}
 }
 
-func (w *Watch) ClaimSimulation(ctx context.Context, owner string, lease time.Duration, now time.Time) (store.Simulation, error) {
-	sim, err := w.Store.ClaimSimulation(ctx, owner, lease, now)
-	if errors.Is(err, store.ErrNotFound) {
-		w.mu.Lock()
-		if w.emptyClaims == nil {
-			w.emptyClaims = map[string]int{}
-		}
-		w.emptyClaims[owner]++
-		w.mu.Unlock()
-	}
-	w.notify()
-	return sim, err
-}
-
-func (w *Watch) UpdateSimulation(ctx context.Context, id, owner string, payload []byte, until, now time.Time) error {
+func (w *Watch) StartSimulation(ctx context.Context, id string, chunks, window int, payload []byte, now time.Time) (int, error) {
 	defer w.notify()
-	return w.Store.UpdateSimulation(ctx, id, owner, payload, until, now)
+	return w.Store.StartSimulation(ctx, id, chunks, window, payload, now)
 }
 
-func (w *Watch) FinishSimulation(ctx context.Context, id, owner, status string, payload, summary []byte, ev *store.Event, now time.Time) error {
+func (w *Watch) StoreSimulationChunk(ctx context.Context, id string, c int, body []byte, worker string, progress func(done []int) ([]byte, error), now time.Time) error {
 	defer w.notify()
-	return w.Store.FinishSimulation(ctx, id, owner, status, payload, summary, ev, now)
+	return w.Store.StoreSimulationChunk(ctx, id, c, body, worker, progress, now)
 }
 
-func (w *Watch) ReleaseSimulation(ctx context.Context, id, owner string, payload []byte, now time.Time) error {
+func (w *Watch) FinishSimulation(ctx context.Context, id, status string, payload, summary []byte, ev *store.Event, now time.Time) error {
 	defer w.notify()
-	return w.Store.ReleaseSimulation(ctx, id, owner, payload, now)
+	return w.Store.FinishSimulation(ctx, id, status, payload, summary, ev, now)
 }
 
-// Start runs run (a Runner's Run) in the background for the test and returns its stop
-// function, which cancels run's context and waits for it to return — after the runner has
-// handed back what it holds. The test's cleanup stops it too.
+// Start runs run in the background for the test and returns its stop function, which cancels
+// run's context and waits for it to return. The test's cleanup stops it too.
 func Start(t testing.TB, run func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { run(ctx) })
 	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
+}
+
+// StartJobs starts, for the test, a River client on driver that works the jobs register adds
+// (a simulation Runner's Register) with concurrency chunk workers and rescueAfter (0: the
+// default), and returns its stop function, which cancels the running jobs and waits for them
+// to hand their work back, as a shutdown does. The test's cleanup stops it too.
+func StartJobs(t testing.TB, driver jobs.Driver, register func(*river.Workers) error, periodic []*river.PeriodicJob, concurrency int, rescueAfter time.Duration) (stop func()) {
+	t.Helper()
+	workers := river.NewWorkers()
+	if err := register(workers); err != nil {
+		t.Fatal(err)
+	}
+	c, err := jobs.NewWorker(driver, jobs.WorkerConfig{Workers: workers, Periodic: periodic, SimulationWorkers: concurrency,
+		RescueAfter: rescueAfter, ID: ident.Random(8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.StopAndCancel(ctx); err != nil {
+				t.Errorf("stop jobs: %v", err)
+			}
+		})
+	}
 	t.Cleanup(stop)
 	return stop
 }

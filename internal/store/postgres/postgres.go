@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 
+	"riskapi/internal/jobs"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlstore"
 )
@@ -49,6 +51,9 @@ const (
 	migrationLockID int64 = 0x193dc3cf749aaecd
 	// bootstrapLockID is held for Bootstrap's transaction: FNV-1a of "riskapi.bootstrap".
 	bootstrapLockID int64 = 0x4e30d95248e2a266
+	// jobsMigrationLockID is held for a session while River's migrations run: the
+	// FNV-1a hash of "riskapi.jobs.migrate", its top bit cleared to fit a signed bigint.
+	jobsMigrationLockID int64 = 0x7ccdfd0592ba56cb
 	// keyLockClass is the first key of the two-key advisory locks the store takes through
 	// Dialect.LockKey (the second is hashtext of the store's key): the 32-bit FNV-1a hash of
 	// "riskapi.lockkey". Two-key locks are a space apart from the one-key locks above.
@@ -80,6 +85,8 @@ var dialect = sqlstore.Dialect{
 		return err
 	},
 	RowLocks: true,
+	// River's database/sql driver over the store's pgx pool.
+	Jobs: func(db *sql.DB) jobs.Driver { return riverdatabasesql.New(db) },
 }
 
 // Open connects to the database at url (postgres://user:pass@host:port/db?sslmode=…), applies
@@ -94,7 +101,11 @@ func Open(ctx context.Context, url string, opts ...sqlstore.Option) (store.Store
 	if _, err := migrate(ctx, db); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
-	return sqlstore.New(db, db, dialect, opts...), nil
+	s, err := sqlstore.New(db, db, dialect, opts...)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return s, nil
 }
 
 // Migrate applies pending migrations to the database at url without keeping the store open
@@ -142,7 +153,35 @@ func migrate(ctx context.Context, db *sql.DB) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("postgres migrate: %w", err)
 	}
-	return sqlstore.Migrate(ctx, db, goose.DialectPostgres, fsys, goose.WithSessionLocker(locker))
+	version, err := sqlstore.Migrate(ctx, db, goose.DialectPostgres, fsys, goose.WithSessionLocker(locker))
+	if err != nil {
+		return 0, err
+	}
+	return version, migrateJobs(ctx, db)
+}
+
+// migrateJobs applies River's migrations while holding a session advisory lock on one
+// connection of the pool, so instances starting together take turns and each finds River's
+// schema untouched or complete. The lock is released when the connection goes back (or, if
+// the process dies, when PostgreSQL closes its session).
+func migrateJobs(ctx context.Context, db *sql.DB) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres migrate jobs: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, jobsMigrationLockID); err != nil {
+		return fmt.Errorf("postgres migrate jobs: lock: %w", err)
+	}
+	defer func() {
+		if _, uerr := conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, jobsMigrationLockID); uerr != nil && err == nil {
+			err = fmt.Errorf("postgres migrate jobs: unlock: %w", uerr)
+		}
+	}()
+	if err := jobs.Migrate(ctx, riverdatabasesql.New(db)); err != nil {
+		return fmt.Errorf("postgres %w", err)
+	}
+	return nil
 }
 
 // sqlState returns the SQLSTATE carried by err, or "".

@@ -14,6 +14,6 @@ func TestSimulationQueueAcrossOpens(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	first, second := open(t, url), open(t, url)
-	storetest.SimulationClaimRace(t, 8, first, second)
+	storetest.SimulationChunkRace(t, first, second)
 	storetest.SimulationQueueRace(t, 12, 5, first, second)
 }

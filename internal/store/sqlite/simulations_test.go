@@ -12,6 +12,6 @@ func TestSimulationQueueAcrossOpens(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	first, second := open(t, dir), open(t, dir)
-	storetest.SimulationClaimRace(t, 8, first, second)
+	storetest.SimulationChunkRace(t, first, second)
 	storetest.SimulationQueueRace(t, 12, 5, first, second)
 }

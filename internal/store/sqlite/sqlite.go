@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"riskapi/internal/jobs"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlstore"
 )
@@ -58,6 +60,9 @@ var dialect = sqlstore.Dialect{
 	// the database's write lock at once, so no other connection, in this process or another,
 	// can insert an account between Bootstrap's check and its inserts.
 	Scrub: scrub,
+	// River's SQLite driver over the single writer connection, which it asks for: SQLite
+	// allows one writer, and River's fetches and completions are writes.
+	Jobs: func(writer *sql.DB) jobs.Driver { return riversqlite.New(writer) },
 }
 
 // scrub removes the old forms of rows a secret rotation rewrote from the database files. The
@@ -99,7 +104,10 @@ func Open(ctx context.Context, dir string, opts ...sqlstore.Option) (store.Store
 	if err != nil {
 		return nil, errors.Join(err, writer.Close())
 	}
-	s := sqlstore.New(writer, reader, dialect, opts...)
+	s, err := sqlstore.New(writer, reader, dialect, opts...)
+	if err != nil {
+		return nil, errors.Join(err, writer.Close(), reader.Close())
+	}
 	if err := s.Ping(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite open %s: %w", path, err), s.Close())
 	}
@@ -216,6 +224,12 @@ func migrate(ctx context.Context, dir string, db *sql.DB) (int64, error) {
 		return 0, err
 	}
 	version, err := sqlstore.Migrate(ctx, db, goose.DialectSQLite3, fsys)
+	if err == nil {
+		// River's tables, under the same lock.
+		if err = jobs.Migrate(ctx, riversqlite.New(db)); err != nil {
+			err = fmt.Errorf("sqlite %w", err)
+		}
+	}
 	return version, errors.Join(err, unlock())
 }
 

@@ -52,10 +52,11 @@ func (s *Store) insertSimulation(ctx context.Context, db execer, sim store.Simul
 // unfinished ones. On PostgreSQL a transaction-level lock on the account and mode makes
 // concurrent queues take turns (each counts what the previous one committed); on SQLite the
 // write transaction itself excludes every other writer. The transaction also completes done's
-// Idempotency-Key when done is not nil.
+// Idempotency-Key when done is not nil, and dispatches the simulation (queues its first job)
+// when its account and mode has no other dispatched one.
 func (s *Store) QueueSimulation(ctx context.Context, sim store.Simulation, max int, done *store.IdempotencyCompletion) error {
 	err := s.inTx(ctx, s.lockedTxOptions(), func(tx *sql.Tx) error {
-		if err := s.lockKey(ctx, tx, "cascade_simulations "+sim.AccountID+" "+string(sim.Mode)); err != nil {
+		if err := s.lockKey(ctx, tx, simulationsLockKey(sim.AccountID, string(sim.Mode))); err != nil {
 			return err
 		}
 		n, err := s.unfinishedSimulations(ctx, tx, sim.AccountID, sim.Mode)
@@ -66,6 +67,9 @@ func (s *Store) QueueSimulation(ctx context.Context, sim store.Simulation, max i
 			return fmt.Errorf("account %s has %d unfinished %s simulations, at most %d: %w", sim.AccountID, n, sim.Mode, max, store.ErrLimitReached)
 		}
 		if err := s.insertSimulation(ctx, tx, sim); err != nil {
+			return err
+		}
+		if _, err := s.dispatchNext(ctx, tx, sim.AccountID, string(sim.Mode)); err != nil {
 			return err
 		}
 		return s.completeIn(ctx, tx, done)
@@ -116,151 +120,29 @@ func (s *Store) ListSimulations(ctx context.Context, accountID string, mode stor
 	return page, nil
 }
 
-// claimLockSimulations serialises ClaimSimulation across processes on PostgreSQL, so that the
-// check "this account has nothing running" and the claim are atomic everywhere: two processes
-// never start two simulations of one account. A claim is one short transaction (a few
-// milliseconds), taken when a runner has a free slot, so claimers take turns without waiting
-// noticeably; SQLite's single writer serialises them anyway.
-const claimLockSimulations = "cascade_simulations claim"
-
-// ClaimSimulation leases the next simulation in the fair order (see store.SimulationStore):
-// among the unfinished simulations whose lease is free or expired and whose account and mode
-// has none running under a live lease, the account served least recently first
-// (cascade_simulation_turns; never served counts as the oldest), then the oldest simulation.
-// The claim records the account's turn in the same transaction.
-func (s *Store) ClaimSimulation(ctx context.Context, owner string, lease time.Duration, now time.Time) (store.Simulation, error) {
-	var sim store.Simulation
-	at := now.UnixMilli()
-	err := s.inTx(ctx, s.lockedTxOptions(), func(tx *sql.Tx) error {
-		if err := s.lockKey(ctx, tx, claimLockSimulations); err != nil {
-			return err
-		}
-		var id, account, mode string
-		err := tx.QueryRowContext(ctx, s.rebind(`SELECT q.id, q.account_id, q.mode FROM cascade_simulations q
-			LEFT JOIN cascade_simulation_turns t ON t.account_id = q.account_id AND t.mode = q.mode
-			WHERE q.status IN ('queued', 'running') AND (q.lease_until IS NULL OR q.lease_until < ?)
-			  AND NOT EXISTS (SELECT 1 FROM cascade_simulations r
-			      WHERE r.account_id = q.account_id AND r.mode = q.mode AND r.status = 'running' AND r.lease_until >= ?)
-			ORDER BY COALESCE(t.claimed_at, 0), q.created_at, q.id LIMIT 1`+s.rowLock(` FOR UPDATE OF q SKIP LOCKED`)), at, at).
-			Scan(&id, &account, &mode)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE cascade_simulations
-			SET status = 'running', attempts = attempts + 1, lease_owner = ?, lease_until = ?, updated_at = ?
-			WHERE id = ?`), owner, now.Add(lease).UnixMilli(), at, id); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO cascade_simulation_turns (account_id, mode, claimed_at) VALUES (?, ?, ?)
-			ON CONFLICT (account_id, mode) DO UPDATE SET claimed_at = excluded.claimed_at`), account, mode, at); err != nil {
-			return err
-		}
-		sim, err = scanSimulation(tx.QueryRowContext(ctx, s.rebind(`SELECT `+simulationColumns+` FROM cascade_simulations WHERE id = ?`), id))
-		return err
-	})
-	if err != nil {
-		return store.Simulation{}, fmt.Errorf("store claim simulation: %w", err)
-	}
-	return sim, nil
-}
-
-// UpdateSimulation replaces the payload and extends the lease of a simulation owner holds.
-func (s *Store) UpdateSimulation(ctx context.Context, id, owner string, payload []byte, until, now time.Time) error {
-	res, err := s.writer.ExecContext(ctx, s.rebind(`UPDATE cascade_simulations SET payload = ?, lease_until = ?, updated_at = ?
-		WHERE id = ? AND lease_owner = ? AND status = 'running'`), nonNil(payload), until.UnixMilli(), now.UnixMilli(), id, owner)
-	if err == nil {
-		err = leaseHeld(res)
-	}
-	if err != nil {
-		return fmt.Errorf("store update simulation %s: %w", id, err)
-	}
-	return nil
-}
-
-// FinishSimulation records the final status and payload, and the event, in one transaction.
-func (s *Store) FinishSimulation(ctx context.Context, id, owner, status string, payload, summary []byte, ev *store.Event, now time.Time) error {
-	if status != store.SimulationCompleted && status != store.SimulationFailed {
-		return fmt.Errorf("store finish simulation %s: status %q is not final", id, status)
-	}
-	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.rebind(`UPDATE cascade_simulations
-			SET status = ?, payload = ?, summary = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
-			WHERE id = ? AND lease_owner = ? AND status = 'running'`), status, nonNil(payload), nonNil(summary), now.UnixMilli(), id, owner)
-		if err != nil {
-			return err
-		}
-		if err := leaseHeld(res); err != nil {
-			return err
-		}
-		if ev != nil {
-			_, err = s.createEvent(ctx, tx, *ev)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("store finish simulation %s: %w", id, err)
-	}
-	return nil
-}
-
-// ReleaseSimulation puts a simulation owner holds back in the queue, not counting the attempt.
-func (s *Store) ReleaseSimulation(ctx context.Context, id, owner string, payload []byte, now time.Time) error {
-	res, err := s.writer.ExecContext(ctx, s.rebind(`UPDATE cascade_simulations
-		SET status = 'queued', payload = ?, attempts = attempts - 1, lease_owner = NULL, lease_until = NULL, updated_at = ?
-		WHERE id = ? AND lease_owner = ? AND status = 'running'`), nonNil(payload), now.UnixMilli(), id, owner)
-	if err == nil {
-		err = leaseHeld(res)
-	}
-	if err != nil {
-		return fmt.Errorf("store release simulation %s: %w", id, err)
-	}
-	return nil
-}
-
-// LostSimulations returns those of ids that owner no longer holds: not running, or running
-// under another owner's lease.
-func (s *Store) LostSimulations(ctx context.Context, owner string, ids []string) ([]string, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	in, args := inList(ids)
-	rows, err := s.reader.QueryContext(ctx, s.rebind(`SELECT id FROM cascade_simulations
-		WHERE id IN `+in+` AND (status <> 'running' OR lease_owner IS NULL OR lease_owner <> ?)`), append(args, owner)...)
-	if err != nil {
-		return nil, fmt.Errorf("store lost simulations: %w", err)
-	}
-	defer rows.Close()
-	var lost []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store lost simulations: %w", err)
-		}
-		lost = append(lost, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store lost simulations: %w", err)
-	}
-	return lost, nil
-}
-
-// CancelSimulation marks a queued or running simulation canceled and releases its lease, then
-// reads it back in the same transaction (without its request); a simulation that had already
-// finished is returned as it is with ErrSimulationFinished.
+// CancelSimulation marks a queued or running simulation canceled, drops the chunks it had
+// stored and dispatches the account's next simulation, then reads it back in the same
+// transaction (without its request); a simulation that had already finished is returned as it
+// is with ErrSimulationFinished. Its queued chunk jobs find it canceled and end at once.
 func (s *Store) CancelSimulation(ctx context.Context, accountID string, mode store.Mode, id string, payload []byte, now time.Time) (store.Simulation, error) {
 	var sim store.Simulation
-	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, s.lockedTxOptions(), func(tx *sql.Tx) error {
+		if err := s.lockKey(ctx, tx, simulationsLockKey(accountID, string(mode))); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, s.rebind(`UPDATE cascade_simulations
-			SET status = 'canceled', payload = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+			SET status = 'canceled', payload = ?, updated_at = ?
 			WHERE id = ? AND account_id = ? AND mode = ? AND status IN ('queued', 'running')`),
 			nonNil(payload), now.UnixMilli(), id, accountID, string(mode))
 		if err != nil {
 			return err
 		}
 		canceled := matchedOr(res, store.ErrSimulationFinished)
+		if canceled == nil {
+			if err := s.endSimulation(ctx, tx, id, accountID, string(mode)); err != nil {
+				return err
+			}
+		}
 		sim, err = scanSimulation(tx.QueryRowContext(ctx, s.rebind(`SELECT `+listSimulationColumns+` FROM cascade_simulations
 			WHERE id = ? AND account_id = ? AND mode = ?`), id, accountID, string(mode)))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -276,9 +158,6 @@ func (s *Store) CancelSimulation(ctx context.Context, accountID string, mode sto
 	}
 	return sim, nil
 }
-
-// leaseHeld turns an update that matched no row (the lease was lost) into ErrLeaseLost.
-func leaseHeld(res sql.Result) error { return matchedOr(res, store.ErrLeaseLost) }
 
 func nonNil(b []byte) []byte {
 	if b == nil {

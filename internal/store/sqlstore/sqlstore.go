@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"riskapi/internal/jobs"
 	"riskapi/internal/store"
 	"riskapi/internal/store/keyring"
 )
@@ -58,6 +59,9 @@ type Dialect struct {
 	// write-ahead log). Leave it nil where the database keeps old row versions until its own
 	// vacuuming (PostgreSQL).
 	Scrub func(ctx context.Context, db *sql.DB) (bool, error)
+	// Jobs returns River's driver over the writer pool: the background jobs live in the same
+	// database, inserted in the store's own transactions.
+	Jobs func(writer *sql.DB) jobs.Driver
 }
 
 // Store is the database/sql implementation of store.Store. It owns its connection pools.
@@ -70,6 +74,10 @@ type Store struct {
 	dialect Dialect
 	// secrets encrypts webhook secrets at rest; nil stores them in plaintext (see secrets.go).
 	secrets *keyring.Ring
+	// jobDriver is River's driver over the writer; inserter inserts jobs in the store's
+	// transactions (background simulations' chunks).
+	jobDriver jobs.Driver
+	inserter  *jobs.Client
 }
 
 // Option configures a Store in New.
@@ -79,20 +87,31 @@ var _ store.Store = (*Store)(nil)
 
 // New returns a Store that writes through writer and reads through reader (pass the same
 // *sql.DB twice when the database has no single-writer constraint). The Store takes ownership
-// of both: Close closes them. The schema must already be migrated.
-func New(writer, reader *sql.DB, d Dialect, opts ...Option) *Store {
+// of both: Close closes them. The schema, River's included, must already be migrated.
+func New(writer, reader *sql.DB, d Dialect, opts ...Option) (*Store, error) {
 	if d.IsUniqueViolation == nil {
 		d.IsUniqueViolation = func(error) bool { return false }
 	}
 	if d.IsForeignKeyViolation == nil {
 		d.IsForeignKeyViolation = func(error) bool { return false }
 	}
-	s := &Store{writer: writer, reader: reader, dialect: d}
+	if d.Jobs == nil {
+		return nil, fmt.Errorf("store %s: the dialect has no job driver", d.Name)
+	}
+	s := &Store{writer: writer, reader: reader, dialect: d, jobDriver: d.Jobs(writer)}
+	inserter, err := jobs.NewInserter(s.jobDriver)
+	if err != nil {
+		return nil, err
+	}
+	s.inserter = inserter
 	for _, opt := range opts {
 		opt(s)
 	}
-	return s
+	return s, nil
 }
+
+// JobDriver is River's driver over the store's database, for the process's job worker.
+func (s *Store) JobDriver() jobs.Driver { return s.jobDriver }
 
 // Ping checks that both pools answer.
 func (s *Store) Ping(ctx context.Context) error {

@@ -85,10 +85,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DriftEvents", testDriftEvents},
 		{"DriftEventsConcurrent", testDriftEventsConcurrent},
 		{"SimulationLifecycle", testSimulationLifecycle},
-		{"SimulationLeases", testSimulationLeases},
+		{"SimulationDispatch", testSimulationDispatch},
 		{"ListSimulations", testListSimulations},
-		{"SimulationClaimConcurrent", testSimulationClaimConcurrent},
-		{"SimulationFairness", testSimulationFairness},
+		{"SimulationChunkConcurrent", testSimulationChunkConcurrent},
 		{"SimulationQueueLimit", testSimulationQueueLimit},
 		{"SimulationCancel", testSimulationCancel},
 	}
