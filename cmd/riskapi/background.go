@@ -13,8 +13,9 @@ import (
 	"riskapi/internal/store"
 )
 
-// Retention: idempotency records live 24 hours, events 30 days; both are purged hourly by a
-// River periodic job, which River's elected leader inserts, so one process purges at a time.
+// Retention: idempotency records live 24 hours, events 30 days; both are purged hourly, and
+// when a process becomes River's leader, by a River periodic job, which only the elected
+// leader inserts, so one process purges at a time.
 const (
 	idempotencyRetention = 24 * time.Hour
 	eventRetention       = 30 * 24 * time.Hour
@@ -36,7 +37,7 @@ func newJobClient(st store.Store, sims *simulation.Runner, cfg serveConfig, owne
 	}
 	periodic := append(sims.Periodic(), river.NewPeriodicJob(river.PeriodicInterval(purgeInterval),
 		func() (river.JobArgs, *river.InsertOpts) { return jobs.Purge{}, nil },
-		&river.PeriodicJobOpts{ID: jobs.Purge{}.Kind()}))
+		&river.PeriodicJobOpts{ID: jobs.Purge{}.Kind(), RunOnStart: true}))
 	return jobs.NewWorker(st.JobDriver(), jobs.WorkerConfig{
 		Workers:           workers,
 		Periodic:          periodic,

@@ -183,8 +183,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if c.simulationWorkers, err = strconv.Atoi(*workers); err != nil || c.simulationWorkers < 1 {
 		return c, usagef("simulation workers %q: want a positive integer", *workers)
 	}
-	if c.jobRescueAfter, err = time.ParseDuration(*rescue); err != nil || c.jobRescueAfter < time.Second {
-		return c, usagef("job rescue after %q: want a duration of at least 1s", *rescue)
+	if c.jobRescueAfter, err = time.ParseDuration(*rescue); err != nil || c.jobRescueAfter < jobs.MinRescueAfter {
+		return c, usagef("job rescue after %q: want a duration of at least %s", *rescue, jobs.MinRescueAfter)
 	}
 	for _, cidr := range strings.FieldsFunc(*proxies, func(r rune) bool { return r == ',' || r == ' ' }) {
 		prefix, err := netip.ParsePrefix(cidr)

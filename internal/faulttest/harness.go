@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -120,15 +119,17 @@ var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 type server struct {
 	t    *testing.T
 	env  []string
-	addr string // 127.0.0.1:port once first started
+	args []string // after the harness's own flags, so they override them
+	addr string   // 127.0.0.1:port once first started
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	url  string
-	logs *strings.Builder
+	logs *strings.Builder // every start's stderr (its log), guarded by mu
 }
 
-func newServer(t *testing.T, env []string) *server {
-	s := &server{t: t, env: env, addr: "127.0.0.1:0", logs: &strings.Builder{}}
+// newServer starts a server with env and extra serve flags.
+func newServer(t *testing.T, env []string, args ...string) *server {
+	s := &server{t: t, env: env, args: args, addr: "127.0.0.1:0", logs: &strings.Builder{}}
 	s.start()
 	t.Cleanup(func() { s.kill(syscall.SIGTERM) })
 	return s
@@ -137,25 +138,18 @@ func newServer(t *testing.T, env []string) *server {
 // start runs the process and waits until it listens (at most 30 s).
 func (s *server) start() {
 	s.t.Helper()
-	cmd := exec.Command(binary(s.t), "serve", "--addr", s.addr, "--no-bootstrap", "--log-level", "warn")
+	cmd := exec.Command(binary(s.t), append([]string{"serve", "--addr", s.addr, "--no-bootstrap", "--log-level", "warn"}, s.args...)...)
 	cmd.Env = append(os.Environ(), s.env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	// A writer rather than a pipe: exec copies stderr as it comes and Wait returns after the
+	// copy, so a killed process's log is complete once kill returns.
+	cmd.Stderr = logWriter{s}
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	go func() {
-		b, _ := io.ReadAll(stderr)
-		s.mu.Lock()
-		s.logs.Write(b)
-		s.mu.Unlock()
-	}()
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -195,6 +189,22 @@ func (s *server) kill(sig syscall.Signal) {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+}
+
+// logWriter appends a process's stderr to its server's logs.
+type logWriter struct{ s *server }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.logs.Write(p)
+}
+
+// log returns what the server's processes have logged so far.
+func (s *server) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
 }
 
 // URL is the base URL of the server (the same across restarts).

@@ -34,7 +34,9 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(t), 2))
 	env := []string{"RISKAPI_DATABASE_URL=" + pgtest.NewDatabase(t), "RISKAPI_REDIS_URL=" + redisURL,
 		"RISKAPI_REDIS_PREFIX=riskapi-faults:" + ident.Random(8) + ":",
-		"RISKAPI_ALLOW_PRIVATE_WEBHOOKS=true", "RISKAPI_WEBHOOK_RETRY_SCHEDULE=1s,1s,2s,5s,10s,10s,10s"}
+		"RISKAPI_ALLOW_PRIVATE_WEBHOOKS=true", "RISKAPI_WEBHOOK_RETRY_SCHEDULE=1s,1s,2s,5s,10s,10s,10s",
+		// Chunks of a killed process are taken back after 10 s (plus River's rescue interval).
+		"RISKAPI_JOB_RESCUE_AFTER=10s"}
 	cli(t, env, "migrate")
 	key, testKey := keys(t, env)
 	servers := []*server{newServer(t, env), newServer(t, env), newServer(t, env)}
@@ -77,7 +79,7 @@ func TestKillNineAcrossProcesses(t *testing.T) {
 		t.Errorf("webhooks: %d of %d events never delivered (%v), %d deliveries failed verification", len(missing), events, missing, rcv.forged)
 	}
 	checkReadBack(t, url(), key, "/v1/drift/analyses", ids)
-	// Background simulations: each completes once, within the leases of the killed processes.
+	// Background simulations: each completes once, the chunks of killed processes rescued.
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, id := range sims {
 		for status := simulationStatus(t, url(), key, id); status != "completed"; status = simulationStatus(t, url(), key, id) {

@@ -11,10 +11,16 @@ import (
 
 // DefaultRescueAfter is how long a job may stay running before River takes it for stuck and
 // runs it again: the time a chunk of a process that died (kill -9, a lost node) waits before
-// another process redoes it. A chunk is about a second of one core (cascade's chunk sizing)
-// and the structure chunk of the largest accepted network well under a minute, so a live
-// process's chunk is rescued only under extreme load, and redoing it gives the same bytes.
+// another process redoes it, plus up to 30 s for River's rescuer to look. A job's own time
+// limit is a second less (River only rescues jobs past their limit, and the limit stops a job
+// before it could be rescued while its process still runs it). A chunk is about a second of
+// one core (cascade's chunk sizing) and the structure chunk of the largest accepted network
+// well under a minute, so a live process's chunk meets the limit only under extreme load;
+// redoing it gives the same bytes.
 const DefaultRescueAfter = 2 * time.Minute
+
+// MinRescueAfter is the shortest RescueAfter: the job limit must stay positive.
+const MinRescueAfter = 2 * time.Second
 
 // StartWorkers is how many simulation starts (and merges) a process works at once, besides
 // its chunks of runs: two, so that one large network's start (its structure chunk, up to
@@ -37,13 +43,15 @@ type WorkerConfig struct {
 }
 
 // NewWorker returns a client that works the simulation and maintenance queues: Start it, and
-// Stop it on shutdown. Jobs have no time limit of their own (a chunk ends when its
-// simulation is canceled, a purge when its statements end); RescueAfter takes back the jobs
-// of processes that died.
+// Stop it on shutdown. RescueAfter takes back the jobs of processes that died; a job runs at
+// most a second less.
 func NewWorker(d Driver, cfg WorkerConfig) (*Client, error) {
 	rescue := cfg.RescueAfter
 	if rescue <= 0 {
 		rescue = DefaultRescueAfter
+	}
+	if rescue < MinRescueAfter {
+		return nil, fmt.Errorf("jobs: RescueAfter %s is below %s", rescue, MinRescueAfter)
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -55,7 +63,7 @@ func NewWorker(d Driver, cfg WorkerConfig) (*Client, error) {
 		PeriodicJobs:         cfg.Periodic,
 		FetchPollInterval:    pollInterval,
 		FetchCooldown:        pollInterval / 4,
-		JobTimeout:           -1,
+		JobTimeout:           rescue - time.Second,
 		RescueStuckJobsAfter: rescue,
 		Logger:               logger,
 		Queues: map[string]river.QueueConfig{
