@@ -2,11 +2,21 @@ package simulation
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"riskapi/cascade"
 	"riskapi/internal/admission"
 )
+
+// memoryWait bounds how long a job waits for room in the memory budget before it puts itself
+// back in the queue (errMemoryBusy): well under a job's time limit, so that waiting for memory
+// never counts as an interrupted attempt.
+const memoryWait = 5 * time.Second
+
+// errMemoryBusy: the process's memory budget had no room for the simulation within memoryWait.
+var errMemoryBusy = errors.New("the memory budget is full")
 
 // maxPlans is how many simulations' plans a process keeps between their chunks: a plan holds
 // the simulation's network (about 100 bytes a node and edge, so ≈ 100 MB at a million edges),
@@ -78,7 +88,13 @@ func (p *plans) build(ctx context.Context, in cascade.Input) (*cascade.Plan, *ad
 		if err != nil {
 			return nil, nil, err
 		}
-		if reserve, err = p.memory.ReserveWhenFree(ctx, min(cost.Memory, p.memory.Limit())); err != nil {
+		wait, cancel := context.WithTimeout(ctx, memoryWait)
+		reserve, err = p.memory.ReserveWhenFree(wait, min(cost.Memory, p.memory.Limit()))
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				err = errMemoryBusy
+			}
 			return nil, nil, err
 		}
 	}

@@ -318,13 +318,16 @@ var (
 	interrupted     = fmt.Sprintf("The simulation was interrupted %d times (the process running it stopped) and was not retried again.", MaxAttempts)
 )
 
-// chunkFailed decides what a chunk's error means: shutdown puts the job back at once (not
-// counted as an attempt), a cancel ends it, and bad input or an engine error fails the
-// simulation; anything else is retried by River.
+// chunkFailed decides what a chunk's error means: shutdown (River cancels the job's context)
+// puts the job back at once and a full memory budget a second later, neither counted as an
+// attempt; a cancel of the simulation ends it; bad input or an engine error fails the
+// simulation; anything else, the job's time limit included, is retried by River and counted.
 func (r *Runner) chunkFailed(ctx, runCtx context.Context, sim store.Simulation, obj Object, err error, log *slog.Logger) error {
 	switch {
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
 		return river.JobSnooze(0)
+	case errors.Is(err, errMemoryBusy):
+		return river.JobSnooze(time.Second)
 	case errors.Is(context.Cause(runCtx), errStopped):
 		log.Info("simulation chunk stopped: simulation canceled")
 		r.plans.drop(sim.ID)
