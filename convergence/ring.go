@@ -114,16 +114,26 @@ type subsetScreen struct {
 	members []memberScreen // aligned with firms
 }
 
-// memberScreen is one member's part in its subset's tenders.
+// memberScreen is one member's part in its subset's tenders. The z sums that judge
+// membership (winZ, sumZ, covZ) run over the contiguous tenders only: those with at least
+// three members' bids and no other firm's bid between the members' lowest and highest. A
+// ring's covers sit together just above its winner; where a member bids in a competitive
+// tender beside other members, outsiders' bids fall between theirs, and those tenders —
+// which carry no pattern — diluted the member's sums until a true member failed: of the 46
+// rings the tuned and stress runs' partial-cover and combined classes missed before the
+// rule, 29 were missed because the true ring did not qualify, most with a member whose wins
+// summed to z 5–20 and whose covers were diluted so. The subset's own Z, the calibrated
+// statistic, still runs over all its tenders.
 type memberScreen struct {
 	tenders int     // tenders where it and at least one other member bid
 	won     int     // of them, those where its bid was the members' lowest
 	covered int     // those where another member's bid was lower
-	winZ    float64 // Σ z of the tenders (≥ 3 members' bids) it won
+	winZ    float64 // Σ z of the contiguous tenders (≥ 3 members' bids) it won
 	winN    int     // their number
 	winMax  float64 // the largest z among them
-	sumZ    float64 // Σ z of the tenders (≥ 3 members' bids) it bid in
+	sumZ    float64 // Σ z of the contiguous tenders (≥ 3 members' bids) it bid in
 	nZ      int     // their number
+	shared  int     // tenders (≥ 3 members' bids) it bid in, contiguous or not (participation)
 	covZ    float64 // Σ z of those it covered
 	covN    int     // their number
 }
@@ -268,6 +278,7 @@ func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
 		if m < 2 {
 			return
 		}
+		contiguous := m < 3 || !interleaved(t, func(f int32) bool { return rs.pos[f] >= 0 }, lowX, slices.Max(xs))
 		z := math.NaN()
 		if m >= 3 {
 			z = rdZ(xs)
@@ -277,6 +288,17 @@ func (rs *ringSearch) screenOnce(set []int32) subsetScreen {
 		for _, i := range idx {
 			ms := &sc.members[i]
 			ms.tenders++
+			if m >= 3 {
+				ms.shared++
+			}
+			if !contiguous {
+				if i == low {
+					ms.won++
+				} else {
+					ms.covered++
+				}
+				continue
+			}
 			if m >= 3 {
 				ms.sumZ += z
 				ms.nZ++
@@ -420,7 +442,7 @@ func (sc *subsetScreen) rotating() int {
 // covers with the pattern strongly (coverOnly).
 func (sc *subsetScreen) memberPasses(i int, floor float64, rotating int) bool {
 	m := &sc.members[i]
-	if float64(m.nZ) < floor {
+	if float64(m.shared) < floor {
 		return false
 	}
 	return m.ok() || (rotating >= 2 && m.coverOnly())
@@ -433,7 +455,7 @@ func (sc *subsetScreen) memberPasses(i int, floor float64, rotating int) bool {
 func (sc *subsetScreen) participationFloor() float64 {
 	ns := make([]float64, len(sc.members))
 	for i, m := range sc.members {
-		ns[i] = float64(m.nZ)
+		ns[i] = float64(m.shared)
 	}
 	return minParticipation * median(ns)
 }
@@ -708,6 +730,17 @@ func (rs *ringSearch) prune(cur subsetScreen) subsetScreen {
 		}
 	}
 	return cur
+}
+
+// interleaved reports whether a firm outside the subset (member false) bid strictly between
+// lo and hi in tender t: the members' bids are then not contiguous in the tender's order.
+func interleaved(t *ringTender, member func(f int32) bool, lo, hi float64) bool {
+	for k, f := range t.firms {
+		if !member(f) && t.logs[k] > lo && t.logs[k] < hi {
+			return true
+		}
+	}
+	return false
 }
 
 // normalUpper is P(Z > z) for a standard normal Z.
