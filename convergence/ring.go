@@ -585,20 +585,24 @@ func (rs *ringSearch) search() (best subsetScreen, found bool) {
 		if rs.visits >= maxRingVisits && found {
 			break
 		}
-		cur := rs.screen(ts[s].key[:])
-		cur = rs.grow(cur, pool)
-		cur = rs.prune(cur)
-		if !cur.qualifies() {
-			continue
+		end, onPath, ok := rs.grow(rs.screen(ts[s].key[:]), pool)
+		cands := []subsetScreen{rs.prune(end)}
+		if ok {
+			cands = append(cands, onPath)
 		}
-		cur = rs.trimUndercutters(cur)
-		k := keyOf(cur.firms)
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		if !found || cur.z > best.z {
-			best, found = cur, true
+		for _, cur := range cands {
+			if !cur.qualifies() {
+				continue
+			}
+			cur = rs.trimUndercutters(cur)
+			k := keyOf(cur.firms)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if !found || cur.z > best.z {
+				best, found = cur, true
+			}
 		}
 	}
 	return best, found
@@ -665,11 +669,19 @@ func keyOf(set []int32) string {
 	return string(b)
 }
 
-// grow adds, while Z rises, the firm of the pool whose addition raises it most.
-func (rs *ringSearch) grow(cur subsetScreen, pool []int32) subsetScreen {
+// grow adds, while Z rises, the firm of the pool whose addition raises it most, preferring
+// an addition after which the subset qualifies: adding the firm that raises Z most can take
+// an outsider whose undercutting wins look like the pattern at its strongest, after which
+// no addition of the missing member raises Z and pruning cannot find the ring again. It
+// returns the subset it ends at and the qualifying subset with the highest Z on its way
+// (found false when none qualified).
+func (rs *ringSearch) grow(cur subsetScreen, pool []int32) (end, bestQ subsetScreen, found bool) {
+	if cur.qualifies() {
+		bestQ, found = cur, true
+	}
 	for len(cur.firms) < len(pool) {
-		var next subsetScreen
-		improved := false
+		var next, nextQ subsetScreen
+		improved, improvedQ := false, false
 		for _, f := range pool {
 			if slices.Contains(cur.firms, f) {
 				continue
@@ -681,21 +693,33 @@ func (rs *ringSearch) grow(cur subsetScreen, pool []int32) subsetScreen {
 			slices.Sort(set)
 			sc := rs.screen(set)
 			if rs.stop.err != nil {
-				return cur
+				return cur, bestQ, found
 			}
-			if sc.n >= minRingTenders && sc.z > cur.z && (!improved || sc.z > next.z) {
+			if sc.n < minRingTenders || sc.z <= cur.z {
+				continue
+			}
+			if !improved || sc.z > next.z {
 				next, improved = sc, true
+			}
+			if (!improvedQ || sc.z > nextQ.z) && sc.qualifies() {
+				nextQ, improvedQ = sc, true
+			}
+		}
+		if improvedQ {
+			next = nextQ
+			if !found || next.z > bestQ.z {
+				bestQ, found = next, true
 			}
 		}
 		if !improved {
-			return cur
+			return cur, bestQ, found
 		}
 		if rs.spent() {
-			return next
+			return next, bestQ, found
 		}
 		cur = next
 	}
-	return cur
+	return cur, bestQ, found
 }
 
 // prune drops members whose removal raises Z, then members that fail the rotation
