@@ -546,25 +546,29 @@ func (rs *ringSearch) triples() []tripleScore {
 // small market, the Monte Carlo p-value of the search's statistic under the competitive
 // null (nullPValue).
 func (rs *ringSearch) find(alpha float64) (best subsetScreen, p float64) {
-	best, found := rs.search()
+	best, stat, found := rs.search()
 	if !found {
 		return subsetScreen{}, 1
 	}
-	p = math.Min(1, float64(len(rs.counted))*normalUpper(best.z))
-	if p > alpha && best.z >= minSimZ && rs.bids <= maxSimBids && rs.stop.err == nil &&
+	p = math.Min(1, float64(len(rs.counted))*normalUpper(stat))
+	if p > alpha && stat >= minSimZ && rs.bids <= maxSimBids && rs.stop.err == nil &&
 		simDraws(alpha)*(rs.visits+rs.tripleWork) <= maxSimWork {
-		p = math.Min(p, rs.nullPValue(best.z, alpha))
+		p = math.Min(p, rs.nullPValue(stat, alpha))
 	}
 	return best, p
 }
 
 // search grows the best triples greedily (add the firm that raises Z most, while Z rises),
 // prunes them (drop a member whose removal raises Z, and members that fail the membership
-// conditions), and returns the qualifying subset with the highest Z.
-func (rs *ringSearch) search() (best subsetScreen, found bool) {
+// conditions), and takes the qualifying subset with the highest Z; that Z is the search's
+// statistic (stat), which find calibrates. The subset is then trimmed of undercutters
+// (trimUndercutters), which names the ring without a bystander but does not decide whether
+// there is one: a trimmed subset has a lower Z, and judging the trimmed Z lost rings whose
+// trimmed member carried much of the evidence.
+func (rs *ringSearch) search() (best subsetScreen, stat float64, found bool) {
 	ts := rs.triples()
 	if rs.stop.err != nil || len(ts) == 0 {
-		return best, false
+		return best, 0, false
 	}
 	var pool []int32
 	for _, t := range ts {
@@ -580,7 +584,7 @@ func (rs *ringSearch) search() (best subsetScreen, found bool) {
 	seen := map[string]bool{}
 	for s := 0; s < min(ringSeeds, len(ts)); s++ {
 		if rs.stop.check() {
-			return best, false
+			return best, 0, false
 		}
 		if rs.visits >= maxRingVisits && found {
 			break
@@ -594,18 +598,20 @@ func (rs *ringSearch) search() (best subsetScreen, found bool) {
 			if !cur.qualifies() {
 				continue
 			}
-			cur = rs.trimUndercutters(cur)
 			k := keyOf(cur.firms)
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			if !found || cur.z > best.z {
-				best, found = cur, true
+			if !found || cur.z > stat {
+				best, stat, found = cur, cur.z, true
 			}
 		}
 	}
-	return best, found
+	if found {
+		best = rs.trimUndercutters(best)
+	}
+	return best, stat, found
 }
 
 // nullPValue is the Monte Carlo p-value of the observed Z: the same search run on the same
@@ -627,7 +633,7 @@ func (rs *ringSearch) nullPValue(z, alpha float64) float64 {
 			return 1
 		}
 		null := rs.nullDraw(r)
-		if b, ok := null.search(); ok && b.z >= z {
+		if _, stat, ok := null.search(); ok && stat >= z {
 			exceed++
 			if exceed == simExceed {
 				return float64(exceed) / float64(d)
