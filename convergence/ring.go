@@ -121,8 +121,8 @@ type subsetScreen struct {
 // tender beside other members, outsiders' bids fall between theirs, and those tenders —
 // which carry no pattern — diluted the member's sums until a true member failed: of the 46
 // rings the tuned and stress runs' partial-cover and combined classes missed before the
-// rule, 29 were missed because the true ring did not qualify, most with a member whose wins
-// summed to z 5–20 and whose covers were diluted so. The subset's own Z, the calibrated
+// rule, 29 were missed because the true ring did not qualify, 10 of them for a member whose
+// wins summed to z 5–20 but whose covers fell short. The subset's own Z, the calibrated
 // statistic, still runs over all its tenders.
 type memberScreen struct {
 	tenders int     // tenders where it and at least one other member bid
