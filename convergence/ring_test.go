@@ -157,3 +157,31 @@ func TestInterleavedTendersDoNotJudgeMembers(t *testing.T) {
 		t.Fatalf("ring does not qualify: %+v", with.members)
 	}
 }
+
+// The null draws fit the work bound: the draws that allow one exceedance where they fit, the
+// fewest that resolve the level (no exceedance) where only those fit, none beyond; every
+// count it gives resolves the level.
+func TestSimDrawsFitTheWorkBound(t *testing.T) {
+	for _, c := range []struct {
+		alpha float64
+		work  int
+		want  int
+	}{
+		{0.01, 1_000, 199},
+		{0.01, maxSimWork / 199, 199},
+		{0.01, maxSimWork/199 + 1, 99},
+		{0.01, maxSimWork / 99, 99},
+		{0.01, maxSimWork/99 + 1, 0},
+		{0.005, 1_000, 399},
+		{0.005, maxSimWork / 200, 199},
+		{0.1, 1_000, 19},
+	} {
+		got := simDraws(c.alpha, c.work)
+		if got != c.want {
+			t.Errorf("simDraws(%v, %d) = %d, want %d", c.alpha, c.work, got, c.want)
+		}
+		if got > 0 && 1/float64(got+1) > c.alpha {
+			t.Errorf("simDraws(%v, %d) = %d cannot resolve the level", c.alpha, c.work, got)
+		}
+	}
+}
