@@ -24,9 +24,10 @@ import (
 // The default run screens bidEvalQuick markets per row (a few seconds) and holds the
 // regression floor below; CONVERGENCE_BID_EVAL=full runs bidEvalFull markets per row (about
 // 20 s on 2 cores) and gates the targets; CONVERGENCE_BID_SETS (comma-separated set names)
-// runs only the named sets. The targets are not all met yet (the combined class on the
-// held-out run's detection, and the thin rings of the second held-out run: the table in
-// docs/methods/convergence.md §10), so the full run fails until they are.
+// runs only the named sets. The targets are not all met yet (detection in the second
+// held-out run's partial-cover and combined classes, its thin rings: 93.3 and 94.0 %
+// against 95 %, the table in docs/methods/convergence.md §10), so the full run fails until
+// they are.
 
 const (
 	bidEvalQuick = 40
@@ -63,6 +64,9 @@ type bidEvalSet struct {
 	// floor, when set, lowers the quick and short runs' floor for this set (the lower of the
 	// two rates, the higher false-alarm rate).
 	floor *bidTargets
+	// fullOnly keeps the set out of the quick and short runs (a held-out set that is run
+	// only to report: the full run, or CONVERGENCE_BID_SETS naming it).
+	fullOnly bool
 }
 
 type bidRowTally struct {
@@ -245,6 +249,59 @@ var heldOut2Bids = bidEvalSet{name: "held-out 2", seedBase: 211_000_000, floor: 
 	}},
 }}
 
+// heldOut3Bids is a third held-out set, fixed and committed on 2026-11-27 before that day's
+// changes of §5 (the contiguity rule, the qualifying growth, the untrimmed statistic) were
+// developed, and run only to report (never while developing):
+// new seeds, and the literature's ordinary ranges: rings of 3–5 among 5–8 firms over 20–60
+// tenders rigging 55–100 % of them, covers by 60–95 % of the members, outsiders in 10–45 %
+// of the tenders, cover gaps of 2 % up to 3–10 %, spreads 1–3 %, tender noise 4–10 %,
+// strict or random rotation (one market in two); competitive dispersion 6–12 % (efficiency
+// and tender noise) among 5–8 firms over 20–60 tenders; capacity penalties 5–25 %, backlogs
+// decaying 0.3–0.9, tender noise 4–10 %, 5–8 firms over 20–60 tenders. It runs only in the
+// full run or when CONVERGENCE_BID_SETS names it.
+var heldOut3Bids = bidEvalSet{name: "held-out 3", seedBase: 307_000_000, fullOnly: true, rows: []bidEvalRow{
+	{"ring of 3", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := thirdRing(r)
+		p.RingSize, p.CoverShare, p.OutsiderRate = 3, 1, 0
+		return p
+	}},
+	{"partial covers 60–95 %", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := thirdRing(r)
+		p.OutsiderRate = 0
+		return p
+	}},
+	{"outsiders 10–45 %", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := thirdRing(r)
+		p.CoverShare = 1
+		return p
+	}},
+	{"random rotation", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := thirdRing(r)
+		p.CoverShare, p.OutsiderRate, p.RandomRotation = 1, 0, true
+		return p
+	}},
+	{"all combined", ScenarioBidRigging, func(r *rand.Rand) GenParams {
+		p := thirdRing(r)
+		p.RandomRotation = true
+		return p
+	}},
+	{"competitive 6–12 % (negative)", ScenarioCompetitiveTenders, func(r *rand.Rand) GenParams {
+		return GenParams{Firms: 5 + r.IntN(4), Tenders: 20 + r.IntN(41), CostSpread: inU(r, 0.06, 0.12), TenderNoise: inU(r, 0.04, 0.1)}
+	}},
+	{"capacity-constrained (negative)", ScenarioCapacityTenders, func(r *rand.Rand) GenParams {
+		return GenParams{Firms: 5 + r.IntN(4), Tenders: 20 + r.IntN(41), CapacityPenalty: inU(r, 0.05, 0.25),
+			CapacityDecay: inU(r, 0.3, 0.9), TenderNoise: inU(r, 0.04, 0.1)}
+	}},
+}}
+
+// thirdRing draws the third held-out set's ring markets (heldOut3Bids).
+func thirdRing(r *rand.Rand) GenParams {
+	return GenParams{Firms: 5 + r.IntN(4), Tenders: 20 + r.IntN(41), RingSize: 3 + r.IntN(3),
+		CoverShare: inU(r, 0.6, 0.95), OutsiderRate: 0.45, OutsiderRateMin: 0.1, RiggedShare: inU(r, 0.55, 1),
+		CoverGap: inU(r, 0.03, 0.1), CoverSpread: inU(r, 0.01, 0.03), TenderNoise: inU(r, 0.04, 0.1),
+		RandomRotation: r.IntN(2) == 0}
+}
+
 // secondRing draws the second held-out set's ring markets (heldOut2Bids).
 func secondRing(r *rand.Rand) GenParams {
 	return GenParams{Firms: 5 + r.IntN(4), Tenders: 20 + r.IntN(31), RingSize: 3,
@@ -413,8 +470,9 @@ func TestBidRingEvaluation(t *testing.T) {
 		count, want = bidEvalFull, bidTarget
 	}
 	only := os.Getenv("CONVERGENCE_BID_SETS") // comma-separated set names; empty runs all
-	for _, s := range []bidEvalSet{bidTuned, stressBids, heldOutBids, heldOut2Bids} {
-		if only != "" && !slices.Contains(strings.Split(only, ","), s.name) {
+	for _, s := range []bidEvalSet{bidTuned, stressBids, heldOutBids, heldOut2Bids, heldOut3Bids} {
+		named := slices.Contains(strings.Split(only, ","), s.name)
+		if only != "" && !named || s.fullOnly && count < bidEvalFull && !named {
 			continue
 		}
 		ts := runBidEval(t, s, count)

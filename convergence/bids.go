@@ -235,14 +235,7 @@ func (bs *bidStats) flag(rs *ringSearch) {
 		// Covers sit together just above the winner: no outsider's bid between the
 		// members' lowest and highest.
 		lo, hi := slices.Min(xs), slices.Max(xs)
-		contiguous := true
-		for k, f := range t.firms {
-			if !inRing[f] && t.logs[k] > lo && t.logs[k] < hi {
-				contiguous = false
-				break
-			}
-		}
-		if !contiguous {
+		if interleaved(t, func(f int32) bool { return inRing[f] }, lo, hi) {
 			continue
 		}
 		if len(xs) == 2 {

@@ -121,3 +121,67 @@ func TestUndercuttingOutsiderIsTrimmed(t *testing.T) {
 		t.Fatalf("groups %+v", a.SuspectedGroups)
 	}
 }
+
+// Tenders where the members meet among other firms' bids (a competitive tender: an outsider
+// bids between them) count towards a member's participation but not towards the z sums that
+// judge it: its wins, covers and own tenders are those of the ring's tenders alone.
+func TestInterleavedTendersDoNotJudgeMembers(t *testing.T) {
+	t.Parallel()
+	ring := handRing(4, 24, []string{"A", "B", "C"}, nil, nil, 0)
+	mixed := ring
+	mixed.Bids = slices.Clone(ring.Bids)
+	const interleaved = 12
+	for j := range interleaved {
+		id := fmt.Sprintf("C-%03d", j+1)
+		v := 1e5 * (1 + 0.1*float64(j))
+		// A wins clearly, B sits just above it, an outsider between B and C: RD small.
+		for _, b := range []struct {
+			f string
+			x float64
+		}{{"A", 1}, {"B", 1.01}, {"X", 1.1}, {"C", 1.2}} {
+			mixed.Bids = append(mixed.Bids, Bid{Tender: id, Firm: b.f, Amount: ptr(v * b.x), Won: ptr(b.f == "A")})
+		}
+	}
+	_, alone := screenOf(t, ring, "A", "B", "C")
+	_, with := screenOf(t, mixed, "A", "B", "C")
+	if with.n != alone.n+interleaved {
+		t.Fatalf("subset tenders %d, want %d", with.n, alone.n+interleaved)
+	}
+	for i := range alone.members {
+		a, w := alone.members[i], with.members[i]
+		if w.shared != a.shared+interleaved || w.nZ != a.nZ || w.covZ != a.covZ || w.winZ != a.winZ || w.sumZ != a.sumZ {
+			t.Fatalf("member %d: alone %+v, with interleaved tenders %+v", i, a, w)
+		}
+	}
+	if !with.qualifies() {
+		t.Fatalf("ring does not qualify: %+v", with.members)
+	}
+}
+
+// The null draws fit the work bound: the draws that allow one exceedance where they fit, the
+// fewest that resolve the level (no exceedance) where only those fit, none beyond; every
+// count it gives resolves the level.
+func TestSimDrawsFitTheWorkBound(t *testing.T) {
+	for _, c := range []struct {
+		alpha float64
+		work  int
+		want  int
+	}{
+		{0.01, 1_000, 199},
+		{0.01, maxSimWork / 199, 199},
+		{0.01, maxSimWork/199 + 1, 99},
+		{0.01, maxSimWork / 99, 99},
+		{0.01, maxSimWork/99 + 1, 0},
+		{0.005, 1_000, 399},
+		{0.005, maxSimWork / 200, 199},
+		{0.1, 1_000, 19},
+	} {
+		got := simDraws(c.alpha, c.work)
+		if got != c.want {
+			t.Errorf("simDraws(%v, %d) = %d, want %d", c.alpha, c.work, got, c.want)
+		}
+		if got > 0 && 1/float64(got+1) > c.alpha {
+			t.Errorf("simDraws(%v, %d) = %d cannot resolve the level", c.alpha, c.work, got)
+		}
+	}
+}
