@@ -182,6 +182,13 @@ func (r *Runner) stopCanceled(ctx context.Context) {
 	}
 }
 
+// runningChunks is how many chunks of simulation id this process runs now.
+func (r *Runner) runningChunks(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.running[id])
+}
+
 // track registers a running chunk of simulation id and returns its context and the function
 // that unregisters it.
 func (r *Runner) track(ctx context.Context, id string) (context.Context, func()) {
