@@ -20,8 +20,9 @@ const (
 	idempotencyRetention = 24 * time.Hour
 	eventRetention       = 30 * 24 * time.Hour
 	purgeInterval        = time.Hour
-	// jobStopTimeout bounds how long shutdown waits for running jobs to hand their work back.
-	jobStopTimeout = 10 * time.Second
+	// jobStopTimeout bounds how long shutdown waits for running jobs to hand their work back:
+	// a canceled chunk returns within about 100 ms, a purge as soon as its statement ends.
+	jobStopTimeout = 5 * time.Second
 )
 
 // newJobClient returns the process's River client: the simulation workers, the purge, and
