@@ -39,26 +39,8 @@ func BenchmarkDispatch(b *testing.B) {
 }
 
 func benchmarkDispatch(b *testing.B, s store.Store, endpoints, workers int) {
-	var received atomic.Int64
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		received.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	b.Cleanup(server.Close)
-
-	harnesses := make([]*harness, endpoints)
-	for i := range harnesses {
-		harnesses[i] = newHarness(b, s)
-		harnesses[i].endpoint(server.URL)
-	}
-	for i := range b.N {
-		if _, deliveries := harnesses[i%endpoints].event("drift.shadow_detected"); len(deliveries) != 1 {
-			b.Fatalf("CreateEvent made %d deliveries, want 1", len(deliveries))
-		}
-	}
-	// The dispatcher records through a watchedStore, which tells when the last outcome is in.
-	watched := &watchedStore{Store: s}
-	d, err := NewDispatcher(DispatcherConfig{Store: watched, Workers: workers, Client: Targets{AllowPrivate: true}.Client(10 * time.Second)})
+	run := newDispatchRun(b, s, endpoints)
+	d, err := NewDispatcher(DispatcherConfig{Store: run.watched, Workers: workers, Client: Targets{AllowPrivate: true}.Client(10 * time.Second)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,19 +53,58 @@ func benchmarkDispatch(b *testing.B, s store.Store, endpoints, workers int) {
 		defer close(done)
 		d.Run(ctx)
 	}()
-	watched.waitFor(b, 10*time.Minute, "every outcome recorded", func() bool {
-		_, recorded := watched.counts()
+	run.watched.waitFor(b, 10*time.Minute, "every outcome recorded", func() bool {
+		_, recorded := run.watched.counts()
 		return recorded >= b.N
 	})
 	elapsed := time.Since(started)
 	b.StopTimer()
 	cancel()
 	<-done
+	run.finish(b, elapsed)
+}
 
-	if n := received.Load(); n != int64(b.N) {
+// dispatchRun is the setting of one dispatch benchmark: a loopback receiver that answers 204,
+// and b.N events created beforehand (untimed), each with one delivery, spread over endpoints
+// accounts with one endpoint each.
+type dispatchRun struct {
+	store    store.Store
+	watched  *watchedStore // the store, telling when the last outcome is in
+	received atomic.Int64
+	// deliveries are the deliveries created, in order.
+	deliveries []store.Delivery
+}
+
+func newDispatchRun(b *testing.B, s store.Store, endpoints int) *dispatchRun {
+	run := &dispatchRun{store: s, watched: &watchedStore{Store: s}}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		run.received.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(server.Close)
+
+	harnesses := make([]*harness, endpoints)
+	for i := range harnesses {
+		harnesses[i] = newHarness(b, s)
+		harnesses[i].endpoint(server.URL)
+	}
+	for i := range b.N {
+		_, deliveries := harnesses[i%endpoints].event("drift.shadow_detected")
+		if len(deliveries) != 1 {
+			b.Fatalf("CreateEvent made %d deliveries, want 1", len(deliveries))
+		}
+		run.deliveries = append(run.deliveries, deliveries[0])
+	}
+	return run
+}
+
+// finish fails the benchmark unless the receiver got one request per event and no delivery
+// is left pending, and reports the throughput of a run that took elapsed.
+func (run *dispatchRun) finish(b *testing.B, elapsed time.Duration) {
+	if n := run.received.Load(); n != int64(b.N) {
 		b.Fatalf("receiver got %d requests for %d events", n, b.N)
 	}
-	if pending, err := s.PendingDeliveries(context.Background()); err != nil || pending != 0 {
+	if pending, err := run.store.PendingDeliveries(context.Background()); err != nil || pending != 0 {
 		b.Fatalf("%d deliveries pending after every outcome was recorded (%v)", pending, err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")

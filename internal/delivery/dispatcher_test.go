@@ -82,13 +82,7 @@ func TestFailedAttemptsAreRetriedWithTheSameBody(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		h := newHarness(t, s)
-		rc := newReceiver(t, func(_ context.Context, n int64, w http.ResponseWriter, _ *http.Request) {
-			if n <= 2 {
-				w.WriteHeader(http.StatusInternalServerError)
-				return
-			}
-			w.WriteHeader(http.StatusOK)
-		})
+		rc := failingReceiver(t, 2, http.StatusInternalServerError)
 		e := h.endpoint(rc.URL)
 		_, dl := h.eventTo(e)
 		h.start(DispatcherConfig{Schedule: mustSchedule(t, "10ms,10ms,10ms")})
@@ -244,13 +238,7 @@ func TestPerEndpointConcurrencyIsCapped(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		h := newHarness(t, s)
-		rc := newReceiver(t, func(ctx context.Context, _ int64, w http.ResponseWriter, _ *http.Request) {
-			select { // hold each request long enough for the others to pile up
-			case <-time.After(30 * time.Millisecond):
-			case <-ctx.Done():
-			}
-			w.WriteHeader(http.StatusOK)
-		})
+		rc := slowReceiver(t, 30*time.Millisecond)
 		e := h.endpoint(rc.URL)
 		var ids []string
 		for range 50 {
@@ -418,13 +406,7 @@ func TestManualRetryIsSent(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		h := newHarness(t, s)
-		rc := newReceiver(t, func(_ context.Context, n int64, w http.ResponseWriter, _ *http.Request) {
-			if n == 1 {
-				w.WriteHeader(http.StatusBadRequest)
-				return
-			}
-			w.WriteHeader(http.StatusOK)
-		})
+		rc := failingReceiver(t, 1, http.StatusBadRequest)
 		e := h.endpoint(rc.URL)
 		_, dl := h.eventTo(e)
 		// No automatic retries: the delivery fails after its first attempt.

@@ -37,7 +37,14 @@ func forEachStore(t *testing.T, test func(t *testing.T, s store.Store)) {
 
 func openSQLite(tb testing.TB) store.Store {
 	tb.Helper()
-	s, err := sqlite.Open(context.Background(), tb.TempDir())
+	return openSQLiteIn(tb, tb.TempDir())
+}
+
+// openSQLiteIn opens the store in dir, whose database file (dir/sqlite.FileName) another
+// pool may open too.
+func openSQLiteIn(tb testing.TB, dir string) store.Store {
+	tb.Helper()
+	s, err := sqlite.Open(context.Background(), dir)
 	if err != nil {
 		tb.Fatalf("open SQLite store: %v", err)
 	}
@@ -47,7 +54,12 @@ func openSQLite(tb testing.TB) store.Store {
 
 func openPostgres(tb testing.TB) store.Store {
 	tb.Helper()
-	url := pgtest.NewDatabase(tb)
+	return openPostgresAt(tb, pgtest.NewDatabase(tb))
+}
+
+// openPostgresAt opens the store on the database at url, which another pool may open too.
+func openPostgresAt(tb testing.TB, url string) store.Store {
+	tb.Helper()
 	s, err := postgres.Open(context.Background(), url)
 	if err != nil {
 		tb.Fatalf("open PostgreSQL store: %v", err)
@@ -364,6 +376,29 @@ func newReceiver(t testing.TB, respond func(ctx context.Context, n int64, w http
 func statusReceiver(t testing.TB, status int) *receiver {
 	return newReceiver(t, func(_ context.Context, _ int64, w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(status)
+	})
+}
+
+// slowReceiver answers 200 OK to every request after holding it for hold, long enough for
+// the others to pile up.
+func slowReceiver(t testing.TB, hold time.Duration) *receiver {
+	return newReceiver(t, func(ctx context.Context, _ int64, w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-time.After(hold):
+		case <-ctx.Done():
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// failingReceiver answers status to the first failures requests and 200 OK to the rest.
+func failingReceiver(t testing.TB, failures int64, status int) *receiver {
+	return newReceiver(t, func(_ context.Context, n int64, w http.ResponseWriter, _ *http.Request) {
+		if n <= failures {
+			w.WriteHeader(status)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
 	})
 }
 
