@@ -21,8 +21,13 @@ var errMemoryBusy = errors.New("the memory budget is full")
 // maxPlans is how many simulations' plans a process keeps between their chunks: a plan holds
 // the simulation's network (about 100 bytes a node and edge, so ≈ 100 MB at a million edges),
 // built once per process rather than once per chunk. Plans in use are never evicted, so a
-// process working more simulations at once keeps them all.
-const maxPlans = 4
+// process working more simulations at once keeps them all. A plan unused for planIdle is
+// evicted too (its simulation was finished by another process, or this one has no more of
+// its chunks), so that its memory reservation does not outlive the work.
+const (
+	maxPlans = 4
+	planIdle = 30 * time.Second
+)
 
 // plans caches the plans of the simulations whose chunks this process works, each holding the
 // simulation's estimated peak memory against the process's budget while it is cached.
@@ -34,13 +39,14 @@ type plans struct {
 }
 
 type planEntry struct {
-	ready   chan struct{} // closed once plan or err is set
-	plan    *cascade.Plan
-	err     error
-	reserve *admission.Reservation
-	users   int
-	used    uint64
-	dropped bool // the simulation ended here: evict once unused
+	ready    chan struct{} // closed once plan or err is set
+	plan     *cascade.Plan
+	err      error
+	reserve  *admission.Reservation
+	users    int
+	used     uint64
+	lastUsed time.Time
+	dropped  bool // the simulation ended here: evict once unused
 }
 
 func newPlans(memory *admission.Memory) *plans {
@@ -122,6 +128,7 @@ func (p *plans) put(id string, e *planEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e.users--
+	e.lastUsed = time.Now()
 	if e.dropped && e.users == 0 && p.byID[id] == e {
 		p.evictLocked(id)
 	}
@@ -150,6 +157,17 @@ func (p *plans) drop(id string) {
 	e.dropped = true
 	if e.users == 0 {
 		p.evictLocked(id)
+	}
+}
+
+// expire evicts the unused plans whose last use is older than planIdle.
+func (p *plans) expire(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, e := range p.byID {
+		if e.users == 0 && now.Sub(e.lastUsed) > planIdle {
+			p.evictLocked(id)
+		}
 	}
 }
 

@@ -141,7 +141,7 @@ func (r *Runner) Wake() {
 }
 
 // Run stops the running chunks of simulations that were canceled, when woken and every
-// checkEvery, until ctx ends.
+// checkEvery, and evicts the plans left unused, until ctx ends.
 func (r *Runner) Run(ctx context.Context) {
 	ticker := time.NewTicker(checkEvery)
 	defer ticker.Stop()
@@ -151,6 +151,7 @@ func (r *Runner) Run(ctx context.Context) {
 			return
 		case <-r.wake:
 		case <-ticker.C:
+			r.plans.expire(time.Now())
 		}
 		r.stopCanceled(ctx)
 	}

@@ -238,3 +238,33 @@ func TestChunksAcrossProcessesGiveOneRunsBytes(t *testing.T) {
 		})
 	}
 }
+
+// A plan this process no longer uses gives its memory reservation back: not while it was used
+// a moment ago, and once it has been idle for planIdle (its simulation ended elsewhere, or this
+// process has no more of its chunks).
+func TestIdlePlansGiveTheirMemoryBack(t *testing.T) {
+	t.Parallel()
+	memory := admission.NewMemory(64<<20, 20*time.Millisecond)
+	p := newPlans(memory)
+	_, release, err := p.get(context.Background(), "csm_a", small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	whole := func() bool {
+		r, err := memory.Reserve(context.Background(), memory.Limit())
+		if err != nil {
+			return false
+		}
+		r.Release()
+		return true
+	}
+	p.expire(time.Now())
+	if whole() {
+		t.Fatal("a plan used a moment ago gave its memory back (or reserved none)")
+	}
+	p.expire(time.Now().Add(planIdle + time.Second))
+	if !whole() {
+		t.Fatal("an idle plan still holds its memory")
+	}
+}
