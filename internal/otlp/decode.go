@@ -69,15 +69,20 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("otlp: the decompressed body is over the %d-byte limit", e.Limit)
 }
 
-// Decode reads a whole request body as sent with Content-Encoding encoding ("" or
-// "identity", or "gzip") into an ExportTraceServiceRequest. At most limit bytes are
-// decompressed (*TooLargeError beyond); anything that is not the encoding's form of the
-// message is a *MalformedError. Unknown fields are ignored, as OTLP receivers must.
+// Decode reads a whole request body as sent with Content-Encoding encoding: Decompress,
+// then Unmarshal.
 func Decode(body []byte, format Format, encoding string, limit int64) (*coltracepb.ExportTraceServiceRequest, error) {
-	raw, err := decompress(body, encoding, limit)
+	raw, err := Decompress(body, encoding, limit)
 	if err != nil {
 		return nil, err
 	}
+	return Unmarshal(raw, format)
+}
+
+// Unmarshal reads an ExportTraceServiceRequest in format; anything that is not the format's
+// form of the message is a *MalformedError. Unknown fields are ignored, as OTLP receivers
+// must.
+func Unmarshal(raw []byte, format Format) (*coltracepb.ExportTraceServiceRequest, error) {
 	req := &coltracepb.ExportTraceServiceRequest{}
 	if format == JSON {
 		converted, err := hexIDsToBase64(raw)
@@ -95,8 +100,10 @@ func Decode(body []byte, format Format, encoding string, limit int64) (*coltrace
 	return req, nil
 }
 
-// decompress undoes the Content-Encoding, reading at most limit decompressed bytes.
-func decompress(body []byte, encoding string, limit int64) ([]byte, error) {
+// Decompress undoes the Content-Encoding ("" or "identity", or "gzip"), reading at most
+// limit decompressed bytes (*TooLargeError beyond); an encoding it does not know, or a body
+// that is not in it, is a *MalformedError.
+func Decompress(body []byte, encoding string, limit int64) ([]byte, error) {
 	switch strings.ToLower(strings.TrimSpace(encoding)) {
 	case "", "identity":
 		if int64(len(body)) > limit {
