@@ -301,3 +301,16 @@ func TestDriftTracesEventLimit(t *testing.T) {
 		t.Errorf("message %q", st.Message)
 	}
 }
+
+// An export whose decoded spans could never fit the memory budget is refused before it is
+// decoded (a few KiB of gzip that expand to 2 MiB need about 28 MiB decoded).
+func TestDriftTracesMemoryBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Bounds.MemoryLimit = 16 << 20 }, nil)
+	body := gzipBytes(t, bytes.Repeat([]byte{0x0a, 0x00}, 1<<20))
+	st := wantStatus(t, b.postTraces(b.testKey, "application/x-protobuf", "gzip", body), 400, "application/x-protobuf", 3, "WORK_LIMIT_EXCEEDED")
+	if !strings.Contains(st.Message, "memory") {
+		t.Errorf("message %q", st.Message)
+	}
+	exportResponse(t, b.postTraces(b.testKey, "application/x-protobuf", "gzip", gzipBytes(t, mustMarshal(t, agentExport()))))
+}

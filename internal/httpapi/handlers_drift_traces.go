@@ -9,7 +9,6 @@ import (
 	"riskapi/drift"
 	"riskapi/engine"
 	"riskapi/internal/otlp"
-	"riskapi/internal/product"
 )
 
 // handleIngestDriftTraces is POST /v1/drift/traces (shared/spec/agents.md §1): an OTLP/HTTP
@@ -32,12 +31,20 @@ func (s *Server) handleIngestDriftTraces() http.Handler {
 			writeError(w, r, otlpDecodeError(err))
 			return
 		}
-		if len(raw) > len(body) {
-			// admit reserved memory for the compressed bytes; the decoded ones need their own.
-			if e := s.reserveWork(r, engine.Cost{Memory: product.Drift.BodyMemory(int64(len(raw))), Field: "body"}); e != nil {
-				writeError(w, r, e)
-				return
-			}
+		// admit reserved memory for the body as the JSON endpoints take theirs; decoded spans
+		// take more, and a gzipped body expands first (otlp.BodyMemory). An export that could
+		// never fit is 400 WORK_LIMIT_EXCEEDED, one that must wait for memory 503.
+		more := engine.Cost{Memory: otlp.BodyMemory(int64(len(raw))), Field: "body"}
+		if res := requestInfoFrom(r.Context()).memory; res != nil {
+			more.Memory -= res.Bytes()
+		}
+		if e := s.checkCost(r, more, false); e != nil {
+			writeError(w, r, e)
+			return
+		}
+		if e := s.reserveWork(r, more); e != nil {
+			writeError(w, r, e)
+			return
 		}
 		req, err := otlp.Unmarshal(raw, format)
 		if err != nil {

@@ -3,15 +3,18 @@ package otlp
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"os"
+	"regexp"
 	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -61,6 +64,26 @@ func request(resource, scope []*commonpb.KeyValue, spans ...*tracepb.Span) *colt
 		Resource:   &resourcepb.Resource{Attributes: resource},
 		ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "agent", Attributes: scope}, Spans: spans}},
 	}}}
+}
+
+// base64IDs matches the id members protojson writes in base64.
+var base64IDs = regexp.MustCompile(`"(traceId|spanId|parentSpanId)":"([A-Za-z0-9+/=]*)"`)
+
+// exporterJSONOf encodes req as OTLP exporters write JSON: protojson, with the ids in hex.
+func exporterJSONOf(t testing.TB, req *coltracepb.ExportTraceServiceRequest) []byte {
+	t.Helper()
+	js, err := protojson.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64IDs.ReplaceAllFunc(js, func(m []byte) []byte {
+		parts := base64IDs.FindSubmatch(m)
+		raw, err := base64.StdEncoding.DecodeString(string(parts[2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []byte(`"` + string(parts[1]) + `":"` + hex.EncodeToString(raw) + `"`)
+	})
 }
 
 func gzipped(t testing.TB, b []byte) []byte {
@@ -199,5 +222,20 @@ func TestHexIDsLeaveOtherMembersAlone(t *testing.T) {
 	want := `{"a":{"traceId":"AP8=","key":"traceId","value":{"stringValue":"zz"}},"spanId":""}`
 	if string(bytes.TrimSpace(got)) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// An export built with the official types and written as exporters write OTLP JSON decodes
+// to the same message.
+func TestDecodeJSONOfOfficialTypes(t *testing.T) {
+	want := request([]*commonpb.KeyValue{str("service.name", "agent")}, []*commonpb.KeyValue{integer("scope.n", 7)},
+		newSpan(1, 0, str(attrOperation, opInvokeAgent), str(attrAgentID, "agent_1")),
+		newSpan(2, 1, str(attrOperation, opExecuteTool), dbl(attrPrincipalValue, 2.5), boolean(attrOverridden, true)))
+	got, err := Decode(gzipped(t, exporterJSONOf(t, want)), JSON, "gzip", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, want) {
+		t.Errorf("decoded %v, want %v", got, want)
 	}
 }
