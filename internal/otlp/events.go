@@ -79,8 +79,8 @@ func (b Batch) RejectedSpans() int64 {
 	return n
 }
 
-// Message counts each reason for partial_success.error_message, for example
-// "12 spans had no gen_ai.agent.id; 1 span had an invalid action (string (1-64 chars))".
+// Message counts each reason for partial_success.error_message, for example "12 spans had no
+// gen_ai.agent.id (nor gen_ai.agent.name); 1 span had an invalid action: string (1-64 chars)".
 func (b Batch) Message() string {
 	parts := make([]string, len(b.Rejected))
 	for i, r := range b.Rejected {
@@ -133,19 +133,39 @@ func Events(req *coltracepb.ExportTraceServiceRequest) Batch {
 // span is one span with the attributes of its scope and resource, where lookups fall back.
 type span struct {
 	*tracepb.Span
-	scope, resource []*commonpb.KeyValue
+	scope, resource attributeIndex
 }
 
-// lookup returns the value of key from the span, else its scope, else its resource.
-func (s *span) lookup(key string) *commonpb.AnyValue {
-	for _, attrs := range [][]*commonpb.KeyValue{s.Attributes, s.scope, s.resource} {
-		for _, kv := range attrs {
-			if kv.GetKey() == key && kv.GetValue() != nil {
-				return kv.GetValue()
-			}
+// attributeIndex finds the attributes of a scope or resource by key. Every span of the scope
+// looks up a dozen keys in it: an index built once keeps a resource of a million attributes
+// from costing a million comparisons per span.
+type attributeIndex map[string]*commonpb.AnyValue
+
+// indexAttributes indexes attrs; a key met twice keeps its first value, as a lookup in the
+// list would.
+func indexAttributes(attrs []*commonpb.KeyValue) attributeIndex {
+	idx := make(attributeIndex, len(attrs))
+	for _, kv := range attrs {
+		if _, dup := idx[kv.GetKey()]; !dup && kv.GetValue() != nil {
+			idx[kv.GetKey()] = kv.GetValue()
 		}
 	}
-	return nil
+	return idx
+}
+
+// lookup returns the value of key from the span, else its scope, else its resource. The
+// span's own attributes are scanned: each span's are read a bounded number of times, so the
+// cost stays linear in the request.
+func (s *span) lookup(key string) *commonpb.AnyValue {
+	for _, kv := range s.Attributes {
+		if kv.GetKey() == key && kv.GetValue() != nil {
+			return kv.GetValue()
+		}
+	}
+	if v, ok := s.scope[key]; ok {
+		return v
+	}
+	return s.resource[key]
 }
 
 // operation is the span's gen_ai.operation.name, "" when it has none or not a string.
@@ -187,9 +207,9 @@ const (
 func newMapper(req *coltracepb.ExportTraceServiceRequest) *mapper {
 	m := &mapper{byID: map[string]int{}}
 	for _, rs := range req.GetResourceSpans() {
-		resource := rs.GetResource().GetAttributes()
+		resource := indexAttributes(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
-			scope := ss.GetScope().GetAttributes()
+			scope := indexAttributes(ss.GetScope().GetAttributes())
 			for _, sp := range ss.GetSpans() {
 				if sp == nil {
 					continue
