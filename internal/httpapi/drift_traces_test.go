@@ -239,6 +239,7 @@ func TestDriftTracesRefusals(t *testing.T) {
 	wantStatus(t, b.postTraces(b.testKey, "application/json", "", []byte(`{"resourceSpans":`)), 400, "application/json", 3, CodeBadRequest)
 	wantStatus(t, b.postTraces(b.testKey, "application/x-protobuf", "gzip", body), 400, "application/x-protobuf", 3, CodeBadRequest)
 	wantStatus(t, b.postTraces(b.testKey, "text/plain", "", body), 415, "application/json", 3, CodeUnsupportedMediaType)
+	wantStatus(t, b.postTraces(b.testKey, "", "", nil), 400, "application/json", 3, CodeBadRequest)
 
 	// The body limit holds for the bytes sent and for what they decompress to.
 	wantStatus(t, b.postTraces(b.testKey, "application/x-protobuf", "", make([]byte, 65<<10)), 413, "application/x-protobuf", 3, CodePayloadTooLarge)

@@ -20,7 +20,8 @@ import (
 // ids, <trace_id>:<span_id>, already make a retry harmless.
 func (s *Server) handleIngestDriftTraces() http.Handler {
 	return otlpEndpoint{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		format := otlpFormat(r) // an empty body may come without a Content-Type: an empty export
+		// Only an empty body passes acceptBody without a Content-Type; read as JSON, it is a 400.
+		format := otlpFormat(r)
 		body, e := readBody(r)
 		if e != nil {
 			writeError(w, r, e)
