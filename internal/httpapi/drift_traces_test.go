@@ -315,3 +315,15 @@ func TestDriftTracesMemoryBudget(t *testing.T) {
 	}
 	exportResponse(t, b.postTraces(b.testKey, "application/x-protobuf", "gzip", gzipBytes(t, mustMarshal(t, agentExport()))))
 }
+
+// With the store gone the export is 503 with Retry-After, which exporters wait for and retry.
+func TestDriftTracesStoreOutage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	b.store.Close()
+	r := b.postTraces(b.testKey, "application/x-protobuf", "", mustMarshal(t, agentExport()))
+	wantStatus(t, r, 503, "application/x-protobuf", 14, CodeServiceUnavailable)
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+}
