@@ -107,7 +107,7 @@ func parseError(res *http.Response, raw []byte) *Error {
 		if env.Metadata.RequestID != "" {
 			e.RequestID = env.Metadata.RequestID
 		}
-	} else {
+	} else if !parseStatus(res, raw, e) {
 		snippet := strings.TrimSpace(string(raw))
 		if len(snippet) > 200 {
 			snippet = snippet[:200] + "…"

@@ -113,6 +113,13 @@ func (c *Client) callRaw(ctx context.Context, path string, opts []RequestOption)
 	return c.do(ctx, http.MethodGet, path, nil, nil, opts)
 }
 
+// encodedBody is a request body already encoded, sent as it is under its Content-Type (an
+// OTLP export in protobuf or JSON).
+type encodedBody struct {
+	data        []byte
+	contentType string
+}
+
 // do sends one logical request — retried as the policy allows — and returns the body of its
 // 2xx answer. body, when not nil, is encoded once, so every attempt sends the same bytes.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body any, opts []RequestOption) ([]byte, error) {
@@ -121,7 +128,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		opt(&o)
 	}
 	var payload []byte
-	if body != nil {
+	contentType := "application/json"
+	if encoded, ok := body.(encodedBody); ok {
+		payload, contentType = encoded.data, encoded.contentType
+	} else if body != nil {
 		var err error
 		// Deterministic: the same value always encodes to the same bytes, so a repeat under a
 		// caller's Idempotency-Key has the fingerprint of the first (the service hashes the
@@ -153,7 +163,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 
 	for attempt := 0; ; attempt++ {
 		meta.Attempts = attempt + 1
-		raw, retryAfter, err := c.attempt(ctx, method, target.String(), payload, idempotencyKey, meta)
+		raw, retryAfter, err := c.attempt(ctx, method, target.String(), payload, contentType, idempotencyKey, meta)
 		if err == nil {
 			return raw, nil
 		}
@@ -179,7 +189,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 
 // attempt sends one HTTP request. It returns the body of a 2xx answer, or the error and the
 // Retry-After the service asked for (zero when none).
-func (c *Client) attempt(ctx context.Context, method, target string, payload []byte, idempotencyKey string, meta *Response) ([]byte, time.Duration, error) {
+func (c *Client) attempt(ctx context.Context, method, target string, payload []byte, contentType, idempotencyKey string, meta *Response) ([]byte, time.Duration, error) {
 	var body io.Reader
 	if payload != nil {
 		body = bytes.NewReader(payload)
@@ -190,9 +200,9 @@ func (c *Client) attempt(ctx context.Context, method, target string, payload []b
 	}
 	if payload != nil {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(payload)), nil }
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", contentType) // OTLP answers in the request's encoding
 	req.Header.Set("User-Agent", c.userAgent)
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)

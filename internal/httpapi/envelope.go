@@ -101,7 +101,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if details == nil {
 		details = map[string]any{}
 	}
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
 	info := requestInfoFrom(r.Context())
+	if info.otlp {
+		writeStatus(w, r, status, apiErr)
+		return
+	}
 	env := errorEnvelope{
 		Error:    errorBody{Type: typ, Message: apiErr.Message, Code: apiErr.Code, Details: details},
 		Metadata: errorMetadata{RequestID: info.id, Timestamp: resource.FormatTime(time.Now())},
@@ -111,9 +118,6 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// Details held something unencodable; send the envelope without them.
 		env.Error.Details = map[string]any{}
 		body, _ = json.Marshal(env, resource.EncodeOptions)
-	}
-	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "1")
 	}
 	writeJSONBytes(w, status, body)
 }

@@ -19,6 +19,7 @@ func init() {
 		routes: func(s *Server) map[string]http.Handler {
 			return map[string]http.Handler{
 				"POST /v1/drift/events":       s.handleIngestDriftEvents(),
+				"POST /v1/drift/traces":       s.handleIngestDriftTraces(),
 				product.Drift.Analyze:         s.handleAnalyzeDrift(),
 				"GET /v1/drift/analyses":      s.handleListAnalyses(product.Drift, drift.ValidAgentID, drift.AgentIDExpected),
 				"GET /v1/drift/analyses/{id}": s.handleGetAnalysis(product.Drift),
@@ -50,14 +51,9 @@ type driftEventBatchObject struct {
 // skipping ids it already holds.
 func (s *Server) handleIngestDriftEvents() http.Handler {
 	return handleJSON(s, func(r *http.Request, req *ingestDriftEventsRequest) (int, any, error) {
-		events := make([]store.DriftEvent, len(req.Events))
-		for i := range req.Events {
-			ev := &req.Events[i]
-			payload, err := json.Marshal(ev) // times as sent, to the nanosecond and with their offset
-			if err != nil {
-				return 0, nil, err
-			}
-			events[i] = store.DriftEvent{EventID: ev.ID, Timestamp: ev.Timestamp, Payload: payload}
+		events, err := driftEventRows(req.Events)
+		if err != nil {
+			return 0, nil, err
 		}
 		p := principalFrom(r.Context())
 		return s.commitAnswer(r, http.StatusOK, func(answer func(any) (*store.IdempotencyCompletion, error)) error {
@@ -69,6 +65,21 @@ func (s *Server) handleIngestDriftEvents() http.Handler {
 			return err
 		})
 	})
+}
+
+// driftEventRows are events as the store keeps them: each with its JSON, times as sent, to
+// the nanosecond and with their offset.
+func driftEventRows(events []drift.Event) ([]store.DriftEvent, error) {
+	rows := make([]store.DriftEvent, len(events))
+	for i := range events {
+		ev := &events[i]
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = store.DriftEvent{EventID: ev.ID, Timestamp: ev.Timestamp, Payload: payload}
+	}
+	return rows, nil
 }
 
 // analyzeDriftRequest is the body of POST /v1/drift/analyze: the engine's input, whose events
@@ -193,15 +204,12 @@ func driftTestItem(s *Server, r *http.Request, request, truth any, seed int64) (
 	in := request.(drift.Input)
 	in.AgentID = fmt.Sprintf("test_agent_%x", uint64(seed))
 	in.Events = append([]drift.Event(nil), in.Events...)
-	stored := make([]store.DriftEvent, len(in.Events))
 	for i := range in.Events {
-		ev := &in.Events[i]
-		ev.ID = fmt.Sprintf("evt_%06d", i)
-		payload, err := json.Marshal(ev)
-		if err != nil {
-			return testItem{}, err
-		}
-		stored[i] = store.DriftEvent{EventID: ev.ID, Timestamp: ev.Timestamp, Payload: payload}
+		in.Events[i].ID = fmt.Sprintf("evt_%06d", i)
+	}
+	stored, err := driftEventRows(in.Events)
+	if err != nil {
+		return testItem{}, err
 	}
 	p := principalFrom(r.Context())
 	if _, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, in.AgentID, stored, nil); err != nil {

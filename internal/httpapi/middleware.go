@@ -21,14 +21,20 @@ import (
 // the handler. scope is the scope the endpoint needs, or "" when any valid key may call it;
 // its resource names the product whose limit and usage the endpoint counts against.
 func (s *Server) protected(scope string, h http.Handler) http.Handler {
+	return s.protectedBody(scope, checkContentType, h)
+}
+
+// protectedBody is protected for an endpoint whose bodies checkType accepts (the OTLP
+// endpoint takes protobuf as well as JSON).
+func (s *Server) protectedBody(scope string, checkType func(header string) *Error, h http.Handler) http.Handler {
 	product := productOfScope(scope)
-	return s.authenticate(s.limitRate(product, requireScope(scope, s.acceptBody(s.meterUsage(product, h)))))
+	return s.authenticate(s.limitRate(product, requireScope(scope, s.acceptBody(checkType, s.meterUsage(product, h)))))
 }
 
 // protectedTestOnly is protected("") for endpoints only test-mode keys may call: a live-mode
 // key is refused with 403 at the scope step, before the content type, size and body.
 func (s *Server) protectedTestOnly(h http.Handler) http.Handler {
-	return s.authenticate(s.limitRate("", testModeOnly(s.acceptBody(s.meterUsage("", h)))))
+	return s.authenticate(s.limitRate("", testModeOnly(s.acceptBody(checkContentType, s.meterUsage("", h)))))
 }
 
 // authenticate resolves the Bearer key to a principal. Client mistakes are 401 in the
@@ -136,10 +142,10 @@ func requireScope(scope string, next http.Handler) http.Handler {
 	})
 }
 
-// acceptBody enforces the body rules on methods that carry one: a non-empty body must be
-// application/json (415 otherwise), and at most MaxBodyBytes long (413). A declared length
+// acceptBody enforces the body rules on methods that carry one: a non-empty body must be of
+// a type checkType accepts, application/json everywhere but OTLP (415 otherwise), and at most MaxBodyBytes long (413). A declared length
 // over the limit is refused before reading a byte; a chunked body is cut off at the limit.
-func (s *Server) acceptBody(next http.Handler) http.Handler {
+func (s *Server) acceptBody(checkType func(header string) *Error, next http.Handler) http.Handler {
 	limit := s.cfg.MaxBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodPatch {
@@ -157,7 +163,7 @@ func (s *Server) acceptBody(next http.Handler) http.Handler {
 			}{br, r.Body}
 		}
 		if hasBody {
-			if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+			if e := checkType(r.Header.Get("Content-Type")); e != nil {
 				writeError(w, r, e)
 				return
 			}
@@ -179,12 +185,18 @@ func checkContentType(header string) *Error {
 			return nil
 		}
 	}
+	return errUnsupportedMediaType(header, "application/json", "Send the request body as JSON with Content-Type: application/json")
+}
+
+// errUnsupportedMediaType is the 415 for a Content-Type header that is not expected; advice
+// starts the message.
+func errUnsupportedMediaType(header, expected, advice string) *Error {
 	received := header
 	if received == "" {
 		received = "none"
 	}
-	e := newError(CodeUnsupportedMediaType, "Send the request body as JSON with Content-Type: application/json (received %s).", received)
-	e.Details["expected"] = "application/json"
+	e := newError(CodeUnsupportedMediaType, "%s (received %s).", advice, received)
+	e.Details["expected"] = expected
 	e.Details["received"] = received
 	return e
 }

@@ -44,6 +44,8 @@ type productRoute struct {
 	pattern string // "POST /v1/drift/analyze"
 	scope   string // "drift:write"
 	handler http.Handler
+	// otlp marks an OTLP endpoint (otlpEndpoint): its bodies and errors follow OTLP/HTTP.
+	otlp bool
 }
 
 // productRoutes lists every product's endpoints in registry order, with the scope each needs.
@@ -57,6 +59,7 @@ func (s *Server) productRoutes() []productRoute {
 		routes := api.routes(s)
 		for _, pattern := range slices.Sorted(maps.Keys(routes)) {
 			h := routes[pattern]
+			_, isOTLP := h.(otlpEndpoint)
 			scope := p.WriteScope()
 			if len(pattern) > 4 && pattern[:4] == "GET " {
 				scope = p.ReadScope()
@@ -65,7 +68,7 @@ func (s *Server) productRoutes() []productRoute {
 				// a busy account can always send one.
 				h = s.admit(p, h)
 			}
-			out = append(out, productRoute{pattern: pattern, scope: scope, handler: h})
+			out = append(out, productRoute{pattern: pattern, scope: scope, handler: h, otlp: isOTLP})
 		}
 	}
 	return out

@@ -31,6 +31,9 @@ type requestInfo struct {
 	// storeDown reports whether the store is unreachable now, so that a failure a store outage
 	// caused is answered 503, not as an internal error (apiError); nil outside the server.
 	storeDown func(ctx context.Context) bool
+	// otlp is set on the OTLP endpoint, whose errors are google.rpc.Status bodies, not the
+	// envelope (otlp.go).
+	otlp bool
 }
 
 type requestInfoKey struct{}

@@ -28,6 +28,10 @@ func (s *Server) routes() {
 
 	// The products (internal/product), each from its handler file (handlers_<product>.go).
 	for _, route := range s.productRoutes() {
+		if route.otlp {
+			s.handle(route.pattern, s.protectedOTLP(route.scope, route.handler))
+			continue
+		}
 		s.handle(route.pattern, s.protected(route.scope, route.handler))
 	}
 
