@@ -143,8 +143,9 @@ func requireScope(scope string, next http.Handler) http.Handler {
 }
 
 // acceptBody enforces the body rules on methods that carry one: a non-empty body must be of
-// a type checkType accepts, application/json everywhere but OTLP (415 otherwise), and at most MaxBodyBytes long (413). A declared length
-// over the limit is refused before reading a byte; a chunked body is cut off at the limit.
+// a type checkType accepts (application/json everywhere but OTLP; 415 otherwise), and at most
+// MaxBodyBytes long (413). A declared length over the limit is refused before reading a byte;
+// a chunked body is cut off at the limit.
 func (s *Server) acceptBody(checkType func(header string) *Error, next http.Handler) http.Handler {
 	limit := s.cfg.MaxBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
