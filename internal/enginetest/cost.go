@@ -38,7 +38,7 @@ func MeasureCPU(t testing.TB, work func()) time.Duration {
 }
 
 // EstimateHolds fails t unless the estimate's CPU is within CostFactor of the measured CPU
-// of run. Each case should take tens of milliseconds at least, so that the process's other
+// of run; run must be repeatable. Each case should take tens of milliseconds at least, so that the process's other
 // threads are noise. Under the race detector, which slows the engines 10 to 100 times, it
 // skips: CI runs the cost tests without it.
 func EstimateHolds(t *testing.T, name string, estimate engine.Cost, run func()) {
@@ -47,6 +47,14 @@ func EstimateHolds(t *testing.T, name string, estimate engine.Cost, run func()) 
 		t.Skip("CPU estimates are not measurable under the race detector; CI runs this test without it")
 	}
 	measured := MeasureCPU(t, run)
+	// Noise only ever adds CPU (the runtime's scavenger returning what the test's setup
+	// freed, page faults, another thread of the process), so a case measured above 3× its
+	// estimate runs again, twice at most, and the least of its measurements counts. On a
+	// virtual machine whose kernel tracks memory accesses, the scavenger's madvise calls made
+	// a first measurement of a sub-millisecond analysis 3.5× its later ones.
+	for retry := 0; retry < 2 && float64(estimate.CPU)*CostFactor < float64(measured); retry++ {
+		measured = min(measured, MeasureCPU(t, run))
+	}
 	ratio := float64(estimate.CPU) / float64(max(measured, time.Microsecond))
 	t.Logf("%s: estimated %v, measured %v (ratio %.2f)", name, estimate.CPU, measured, ratio)
 	if ratio > CostFactor || ratio < 1/CostFactor {
