@@ -229,7 +229,7 @@ func (r *Runner) load(ctx context.Context, id string) (sim store.Simulation, in 
 		r.cfg.Logger.Error("decode stored simulation request", "simulation", id, "err", err)
 		return sim, in, false, r.fail(sim, NewObject(sim, store.SimulationRunning, in), "The stored request could not be read.")
 	}
-	// Each chunk on one core: the process works Concurrency chunks at once.
+	// Each chunk on one core: the process works --simulation-workers chunks at once.
 	in.Run = cascade.Options{Workers: 1}
 	return sim, in, true, nil
 }
