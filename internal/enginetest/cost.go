@@ -96,13 +96,20 @@ func MeasurePeakHeap(t testing.TB, work func()) int64 {
 // MemoryEstimateHolds fails t unless the estimate's Memory covers the measured peak of the
 // heap (MeasurePeakHeap) without overstating it more than CostFactor times (plus 4 MiB for
 // small cases): admission against the memory budget must not let a request take more than
-// it declared, nor refuse requests for memory they never take.
+// it declared, nor refuse requests for memory they never take. run must be repeatable.
 func MemoryEstimateHolds(t *testing.T, name string, estimate engine.Cost, run func()) {
 	t.Helper()
 	if raceEnabled {
 		t.Skip("memory estimates are not measured under the race detector; CI runs this test without it")
 	}
 	measured := MeasurePeakHeap(t, run)
+	// Sampling only ever misses a peak (a collection between two samples hides what was held
+	// for less than a millisecond), so a case measured below a third of its estimate runs
+	// again, twice at most, and the highest peak counts: the same Drift body measured 11 MB
+	// once and 16.8–21.4 MB in four other runs.
+	for retry := 0; retry < 2 && float64(estimate.Memory) > CostFactor*float64(measured)+4<<20; retry++ {
+		measured = max(measured, MeasurePeakHeap(t, run))
+	}
 	t.Logf("%s: estimated %d bytes, measured peak %d bytes", name, estimate.Memory, measured)
 	if estimate.Memory < measured || float64(estimate.Memory) > CostFactor*float64(measured)+4<<20 {
 		t.Errorf("%s: memory estimate %d bytes does not cover the measured peak %d bytes within %.0f×", name, estimate.Memory, measured, CostFactor)
