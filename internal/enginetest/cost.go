@@ -93,9 +93,14 @@ func MeasurePeakHeap(t testing.TB, work func()) int64 {
 	return max(peak.Load(), read()-base)
 }
 
+// heapNoise is what the measured peak may exceed an estimate by: the heap metric counts every
+// live object of the process, the sampler's, the test framework's and the runtime's included,
+// which moved a 1.6 MB Cascade case between 1.5 and 1.95 MB from run to run.
+const heapNoise = 512 << 10
+
 // MemoryEstimateHolds fails t unless the estimate's Memory covers the measured peak of the
-// heap (MeasurePeakHeap) without overstating it more than CostFactor times (plus 4 MiB for
-// small cases): admission against the memory budget must not let a request take more than
+// heap (MeasurePeakHeap; up to heapNoise over it is the process's own noise) without
+// overstating it more than CostFactor times (plus 4 MiB for small cases): admission against the memory budget must not let a request take more than
 // it declared, nor refuse requests for memory they never take. run must be repeatable.
 func MemoryEstimateHolds(t *testing.T, name string, estimate engine.Cost, run func()) {
 	t.Helper()
@@ -111,7 +116,7 @@ func MemoryEstimateHolds(t *testing.T, name string, estimate engine.Cost, run fu
 		measured = max(measured, MeasurePeakHeap(t, run))
 	}
 	t.Logf("%s: estimated %d bytes, measured peak %d bytes", name, estimate.Memory, measured)
-	if estimate.Memory < measured || float64(estimate.Memory) > CostFactor*float64(measured)+4<<20 {
+	if estimate.Memory+heapNoise < measured || float64(estimate.Memory) > CostFactor*float64(measured)+4<<20 {
 		t.Errorf("%s: memory estimate %d bytes does not cover the measured peak %d bytes within %.0f×", name, estimate.Memory, measured, CostFactor)
 	}
 }
