@@ -142,12 +142,14 @@ const (
 	costSharedValue = 40
 	costWithinCell  = 2.2
 	// costFillValue is one distinct value of null's verdicts, all set (a vectorised loop:
-	// 0.3 measured).
-	costFillValue = 0.3
+	// 0.3 measured on warm memory; 0.6–1.0 where the verdicts' fresh pages are dear to fault
+	// in, see costListByte).
+	costFillValue = 0.6
 	// costExactColumn is one column of the data listed by columns_present with exact (the
-	// names, the lookup and the details: 60 measured); costDistinctStatistic the result of
-	// distinct_count or distinct_ratio (the boxed observed value: 300 measured).
-	costExactColumn       = 60
+	// names, the lookup and the details: 60 measured, 145 where allocations are dear);
+	// costDistinctStatistic the result of distinct_count or distinct_ratio (the boxed
+	// observed value: 300 measured).
+	costExactColumn       = 100
 	costDistinctStatistic = 300
 )
 
