@@ -115,21 +115,7 @@ func smallSimulation(rng *rand.Rand) []byte {
 // queueSimulation queues a background Cascade simulation of a generated chain network.
 func queueSimulation(t *testing.T, url, key string, i int) string {
 	t.Helper()
-	body := string(chainSimulation(300, 20000, int64(i+1), true))
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/cascade/simulate", bytes.NewReader([]byte(body)))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var env struct{ Data struct{ ID string } }
-	if res.StatusCode != http.StatusAccepted || json.Unmarshal(raw, &env) != nil {
-		t.Fatalf("queue simulation: %d %s", res.StatusCode, raw)
-	}
-	return env.Data.ID
+	return submitAsync(t, url, key, chainSimulation(300, 20000, int64(i+1), true))
 }
 
 func join(xs []string) string {
