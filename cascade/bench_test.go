@@ -346,3 +346,25 @@ func BenchmarkAlgebraicConnectivity100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExactReuse is the contract's speed target (BenchmarkThreshold1kNodes10kEdges10kRuns)
+// with exact reuse (each distinct cascade made once; reuse.go) and with every run made on
+// its own, in the same run: the ratio is the reuse's gain, and the result is the same.
+func BenchmarkExactReuse(b *testing.B) {
+	in := benchInput(1000, 10, 10_000)
+	for _, every := range []bool{false, true} {
+		name := "reuse"
+		if every {
+			name = "every_run"
+		}
+		b.Run(name, func(b *testing.B) {
+			in := in
+			in.Run.everyRun = every
+			for b.Loop() {
+				if _, err := Analyze(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -59,6 +59,9 @@ const (
 	// nsScenarioNode: per scenario and node (the total value; the first scenario's per-node
 	// tallies, per worker).
 	nsScenarioNode = 1.5
+	// nsGroupRun: a run of a grouped scenario besides its cascade (exact reuse, reuse.go):
+	// its draw, the copy of its initial failures, the map lookup, its outcome recorded.
+	nsGroupRun = 120.0
 	// nsSortRun: per run·log₂(runs) of summarise's two sorts of a scenario's outcomes.
 	// Measured 4.4–4.8 with every outcome distinct, 1.7 with few distinct.
 	nsSortRun = 3.5
@@ -208,6 +211,12 @@ func (s *spec) costTerms(workers int) []costTerm {
 		}
 		N := float64(runs)
 		ns := N*(nsPerRun+mean) + nsScenarioNode*n + 2*nsSortRun*N*log2(N)
+		if d, reuse := p.s.distinctRuns(k); reuse {
+			// Exact reuse (reuse.go): every run is drawn and grouped, each distinct
+			// cascade made once.
+			scan := nsScanNode * float64(newScenarioDraw(p.s, k).scan(g.n))
+			ns += N*(nsGroupRun+scan) + d*(nsPerRun+mean-scan) - N*(nsPerRun+mean)
+		}
 		if k == 0 {
 			ns += nsScenarioNode * n * float64(workers)
 		}
@@ -540,12 +549,18 @@ func (s *spec) memory(g *network, workers int) int64 {
 	case mEisenbergNoe:
 		perRunner += enNodeBytes*n + 8*n
 	}
-	runs := 0.0
-	for _, sc := range s.scen {
+	runs, grouping := 0.0, 0.0
+	for k, sc := range s.scen {
 		runs += float64(sc.runs)
+		if d, reuse := s.distinctRuns(k); reuse {
+			// Exact reuse holds each run's key (a slice header, its copy of at most
+			// maxReuseInit failures, its group) and each distinct cascade's outcome,
+			// sequence and map entry, one scenario at a time.
+			grouping = math.Max(grouping, float64(sc.runs)*(24+4*maxReuseInit+4)+d*(64+4*maxReuseInit+64))
+		}
 	}
 	swept := float64(s.swept())
-	later := float64(workers+1)*perRunner + runs*runBytes + float64(workers)*n*(4+8) + n*2*8 + // tallies per worker, merged
+	later := float64(workers+1)*perRunner + runs*runBytes + grouping + float64(workers)*n*(4+8) + n*2*8 + // tallies per worker, merged
 		swept*float64(s.sweepRuns())*8 + 4*n*8 + // sweep, rankings, centralities
 		lobpcgVectors*8*n + nodeResultBytes*n
 	if g.n <= denseFiedlerMax {

@@ -423,3 +423,22 @@ func BenchmarkCostConstants(b *testing.B) {
 		perUnit(b, 400*400*400, "ns/n³", func() { algebraicConnectivity(context.Background(), g, 1, 1) })
 	})
 }
+
+// TestCostExactReuse: scenarios whose runs are grouped by their initial failures (exact
+// reuse; reuse.go), where the runs' cost is that of the distinct cascades.
+func TestCostExactReuse(t *testing.T) {
+	checkCost(t, []costCase{
+		{"threshold, random_node, 1,000 nodes, 10,000 runs", func() Input {
+			return benchInput(1000, 10, 10_000)
+		}},
+		{"threshold, random_failure probability 0.001, 10,000 runs", func() Input {
+			return withScenario(costInput(ModelThreshold, 1000, 8, 0.02, 0.8, TypeRandomFailure, 10_000), ScenarioSpec{Type: TypeRandomFailure, Probability: ptr(0.001)})
+		}},
+		{"debtrank, random_node, 400 nodes, 3,000 runs", func() Input {
+			return withScenario(costInput(ModelDebtRank, 400, 8, 0.02, 0.8, TypeRandomNode, 3000), ScenarioSpec{Type: TypeRandomNode})
+		}},
+		{"eisenberg_noe, random_node count 2, 60 nodes, 10,000 runs", func() Input {
+			return withScenario(costInput(ModelEisenbergNoe, 60, 4, 0.02, 0.17, TypeRandomNode, 10_000), ScenarioSpec{Type: TypeRandomNode, Count: ptr(2)})
+		}},
+	})
+}

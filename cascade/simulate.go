@@ -238,8 +238,9 @@ func (p *progress) finish() {
 }
 
 // parallel calls fn(worker, i) for i in [0, total) on sim.workers goroutines, in chunks
-// taken in turn; which worker makes which i does not affect the result.
-func (sim *simulation) parallel(total int, fn func(w, i int)) error {
+// taken in turn; which worker makes which i does not affect the result. Each i counts as
+// units(i) runs of the progress (one when units is nil).
+func (sim *simulation) parallel(total int, units func(i int) int64, fn func(w, i int)) error {
 	if total == 0 {
 		return sim.ctx.Err()
 	}
@@ -264,10 +265,17 @@ func (sim *simulation) parallel(total int, fn func(w, i int)) error {
 					return
 				}
 				hi := min(lo+chunk, total)
+				done := int64(hi - lo)
+				if units != nil {
+					done = 0
+				}
 				for i := lo; i < hi && !sim.stop.Load(); i++ {
 					fn(w, i)
+					if units != nil {
+						done += units(i)
+					}
 				}
-				sim.prog.add(int64(hi - lo))
+				sim.prog.add(done)
 			}
 		}(w)
 	}
@@ -313,9 +321,9 @@ func (sim *simulation) runScenario(k, lo, hi int) (scenPart, *firstPart, error) 
 	}
 	draw := newScenarioDraw(s, k)
 	total := p.valueΣ
-	err := sim.parallel(N, func(w, j int) {
-		run := sim.runners[w]
-		o := run.run(draw.start(run, lo+j), draw.shock)
+	// record stores run j's outcome; tally adds the failures (and Eisenberg–Noe shortfalls)
+	// the runner's last run left, weight times, to worker w's tallies of the first scenario.
+	record := func(j int, o runOut) {
 		sp.frac[j] = math.Min(1, o.failedValue/total)
 		sp.loss[j] = o.loss
 		sp.rounds[j] = int32(o.rounds)
@@ -328,11 +336,13 @@ func (sim *simulation) runScenario(k, lo, hi int) (scenPart, *firstPart, error) 
 		if en {
 			sp.short[j] = o.shortfall
 		}
+	}
+	tally := func(w int, run *runner, weight int32) {
 		if !isFirst {
 			return
 		}
 		for _, i := range run.failed {
-			fs[w].fails[i]++
+			fs[w].fails[i] += weight
 		}
 		if en {
 			for _, i := range run.touched {
@@ -340,11 +350,21 @@ func (sim *simulation) runScenario(k, lo, hi int) (scenPart, *firstPart, error) 
 				if fp.exact != nil {
 					fp.exact[i] = sf
 				} else if sf > 0 {
-					fs[w].shortQ[i] += int64(math.Round(sf / sim.m.pbar[i] * quantScale))
+					fs[w].shortQ[i] += int64(weight) * int64(math.Round(sf/sim.m.pbar[i]*quantScale))
 				}
 			}
 		}
-	})
+	}
+	var err error
+	if _, reuse := s.distinctRuns(k); reuse && N > 1 && !p.opt.everyRun {
+		err = sim.runGrouped(draw, lo, N, record, tally)
+	} else {
+		err = sim.parallel(N, nil, func(w, j int) {
+			run := sim.runners[w]
+			record(j, run.run(draw.start(run, lo+j), draw.shock))
+			tally(w, run, 1)
+		})
+	}
 	if err != nil {
 		return scenPart{}, nil, err
 	}
@@ -431,7 +451,7 @@ func (sim *simulation) sweep(lo, hi int) (*sweepPart, error) {
 	if s.model == mDebtRank {
 		sw.dr = make([]float64, hi-lo)
 	}
-	err := sim.parallel(hi-lo, func(w, t int) {
+	err := sim.parallel(hi-lo, nil, func(w, t int) {
 		run := sim.runners[w]
 		j := lo + t
 		k := j / p.reps

@@ -258,4 +258,7 @@ type Options struct {
 	// simulation must use the same value: it is part of the plan's ID. Analyze makes every
 	// run in one slice and ignores it.
 	ChunkRuns int
+	// everyRun turns exact reuse off (every run made on its own): the reference the reuse
+	// tests compare its bytes with.
+	everyRun bool
 }
