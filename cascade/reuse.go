@@ -184,5 +184,16 @@ func (sim *simulation) runGrouped(draw *scenarioDraw, lo, N int, record func(j i
 	for j, d := range g.runOf {
 		record(j, outs[d])
 	}
+	if draw.shock == nil {
+		// A single-node cascade without a shock is a blast-radius run of that node.
+		for d := range outs {
+			if init := g.init(d); len(init) == 1 {
+				if sim.single == nil {
+					sim.single = make(map[int32]runOut, len(outs))
+				}
+				sim.single[init[0]] = outs[d]
+			}
+		}
+	}
 	return nil
 }

@@ -48,6 +48,9 @@ type simulation struct {
 	stop    atomic.Bool
 	// noTallies skips the first scenario's per-node tallies (benchmarks of the runs alone).
 	noTallies bool
+	// single holds the outcome of each single-node cascade a grouped scenario of the slice
+	// made (exact reuse): the blast-radius sweep, whose runs are those cascades, takes them.
+	single map[int32]runOut
 }
 
 // simulate is Analyze on a compiled input: the same plan, runs and merge as a chunked
@@ -456,8 +459,11 @@ func (sim *simulation) sweep(lo, hi int) (*sweepPart, error) {
 		j := lo + t
 		k := j / p.reps
 		i := p.sweep[k]
-		s.seedSweep(run, i, j%p.reps)
-		o := run.run(p.sweep[k:k+1], nil)
+		o, made := sim.single[i]
+		if !made {
+			s.seedSweep(run, i, j%p.reps)
+			o = run.run(p.sweep[k:k+1], nil)
+		}
 		sw.frac[t] = math.Min(1, o.failedValue/total)
 		if sw.dr != nil {
 			sw.dr[t] = math.Max(0, (o.loss-s.value[i])/total)
