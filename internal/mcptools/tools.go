@@ -27,12 +27,13 @@ import (
 )
 
 // JSON-RPC error codes of the answers that refuse the caller rather than the input (agents
-// spec §3: 401 and 403 are JSON-RPC errors carrying the HTTP status). JSON-RPC reserves
-// -32000 to -32099 for implementation-defined server errors; the last digits echo the status.
+// spec §3: 401 and 403 are JSON-RPC errors carrying the HTTP status). JSON-RPC leaves -32000
+// to -32099 to implementations; the codes the SDKs already give a meaning there (-32000 to
+// -32005 and -32042) are avoided, and the last two digits echo the HTTP status.
 const (
-	CodeUnauthorized = -32001 // HTTP 401: no valid API key
-	CodeForbidden    = -32003 // HTTP 403: the key lacks the scope, or test-mode only
-	CodeRefused      = -32000 // any other refusal of the HTTP request itself (429, 503)
+	CodeUnauthorized = -32041 // HTTP 401: no valid API key
+	CodeForbidden    = -32043 // HTTP 403: the key lacks the scope, or test-mode only
+	CodeRefused      = -32040 // any other refusal of the HTTP request itself (413, 429, 5xx)
 )
 
 // GetAnalysis is the tool that reads a stored result of any product.
