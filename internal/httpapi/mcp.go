@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -68,8 +69,13 @@ func (s *Server) requireToolScope(next http.Handler) http.Handler {
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-		if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
 			writeError(w, r, errPayloadTooLarge(s.cfg.MaxBodyBytes))
+			return
+		}
+		if err != nil {
+			writeError(w, r, newError(CodeBadRequest, "The request body could not be read: the connection failed while it was sent."))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -119,12 +125,20 @@ func toolCalls(body []byte) []jsonRPCCall {
 // markMCP makes the refusals of the steps before the MCP handler (authentication, the
 // failed-authentication limit, the tool's scope) JSON-RPC errors with the HTTP status and
 // headers they have as envelopes (writeJSONRPCError): an MCP client reads JSON-RPC.
+// It also records the client's address in mcpClientAddr, overwriting whatever the client
+// sent, for the tool calls' dispatched requests (mcpDispatch).
 func markMCP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requestInfoFrom(r.Context()).mcp = true
+		r.Header.Set(mcpClientAddr, r.RemoteAddr)
 		next.ServeHTTP(w, r)
 	})
 }
+
+// mcpClientAddr carries the address of the client of /mcp, as the server saw it, to the
+// requests its tool calls dispatch: the failed-authentication limit (a key revoked while a
+// session is open) counts against that client, not against every MCP client at once.
+const mcpClientAddr = "X-Riskapi-Mcp-Client-Addr"
 
 // writeJSONRPCError answers a refused /mcp request: a JSON-RPC error response to the
 // request's id (null when it is not known), whose data carries the HTTP status, the API's
@@ -178,8 +192,11 @@ func (d mcpDispatch) Do(ctx context.Context, req mcptools.Request) (json.RawMess
 		return nil, err
 	}
 	r.RequestURI = req.Path
-	r.RemoteAddr = "127.0.0.1:0" // the call came through /mcp, which already counted failed keys by address
+	r.RemoteAddr = req.Header.Get(mcpClientAddr)
 	r.Header.Set("Authorization", req.Header.Get("Authorization"))
+	if fwd := req.Header.Values("X-Forwarded-For"); len(fwd) > 0 {
+		r.Header["X-Forwarded-For"] = fwd // believed only from the configured trusted proxies
+	}
 	r.Header.Set("User-Agent", "riskapi-mcp (via /mcp) "+req.Header.Get("User-Agent"))
 	if req.Body != nil {
 		r.Header.Set("Content-Type", "application/json")

@@ -257,6 +257,13 @@ func TestMCPToolsAnswerAsTheRESTEndpoints(t *testing.T) {
 		}
 	}
 
+	// The tool's drift_analyze and the REST one each found the planted shadow principal and
+	// emitted its event, as the REST request does.
+	events := b.get("/v1/events?type=drift.shadow_detected", b.testKey)
+	if n := len(events.field("data").([]any)); n != 2 {
+		t.Errorf("drift.shadow_detected events = %d, want 2 (the tool's and REST's): %s", n, events.raw)
+	}
+
 	t.Run("meridian_gate", func(t *testing.T) {
 		req := b.generated(t, product.Meridian, 5)
 		res := callTool(t, cs, "meridian_gate", req)
