@@ -53,7 +53,20 @@ func (s *Server) handleMCP() http.Handler {
 		p := principalFrom(r.Context())
 		return &mcpauth.TokenInfo{UserID: p.Key.ID, Scopes: p.Key.Scopes}, nil
 	}, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	return markMCP(s.authenticate(s.requireToolScope(bind(h))))
+	return markMCP(s.authenticate(s.requireToolScope(bind(s.endWithServer(h)))))
+}
+
+// endWithServer ends a GET stream when the server ends its streams (EndStreams).
+func (s *Server) endWithServer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(s.streams, cancel)()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // serviceVersion is the version the MCP server reports: the API's.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -428,5 +429,60 @@ func TestMCPRateLimitedCallSaysWhenToRetry(t *testing.T) {
 	if !res.IsError || s["error"].(map[string]any)["code"] != "RATE_LIMITED" || s["retry_after_seconds"] == nil ||
 		!strings.Contains(textOf(res), "Retry after") {
 		t.Fatalf("second call: isError %v %v %q", res.IsError, s, textOf(res))
+	}
+}
+
+// A session's GET stream ends when the server ends its streams (at shutdown), instead of
+// holding the graceful shutdown until the client leaves.
+func TestMCPStreamEndsWithTheServer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, nil)
+	post := func(session, body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, b.http.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+b.testKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	init := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	session := init.Header.Get("Mcp-Session-Id")
+	if init.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize: %d, session %q", init.StatusCode, session)
+	}
+	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	req, _ := http.NewRequest(http.MethodGet, b.http.URL+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+b.testKey)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET /mcp: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	ended := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, res.Body)
+		close(ended)
+	}()
+	b.server.EndStreams()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream was still open 10 s after EndStreams")
 	}
 }
