@@ -104,12 +104,30 @@ func summarizeCascade(s map[string]any) string {
 		if i == 3 {
 			break
 		}
-		top = append(top, fmt.Sprintf("%s (failure probability %s)", str(n["id"]), num(n["failure_probability"])))
+		if _, swept := n["blast_radius"].(float64); !swept {
+			break // nodes without a blast radius come last, unranked by it
+		}
+		top = append(top, fmt.Sprintf("%s (failing alone, it brings down %s of the value on average)", str(n["id"]), pct(n["blast_radius"])))
 	}
 	if len(top) > 0 {
-		fmt.Fprintf(&b, " Most systemic nodes: %s; strengthen or diversify their exposures first.", strings.Join(top, ", "))
+		fmt.Fprintf(&b, " Most systemic nodes, by blast radius: %s; reduce or diversify the exposures to them first.", strings.Join(top, ", "))
+	}
+	if sc := list(s["scenarios"]); len(sc) > 0 {
+		fmt.Fprintf(&b, " Worst scenario %s: cascade probability %s, expected failed fraction %s.", worstScenario(sc)...)
 	}
 	return b.String()
+}
+
+// worstScenario names the scenario with the highest expected failed fraction and its numbers.
+func worstScenario(scenarios []map[string]any) []any {
+	failed := func(sc map[string]any) float64 { f, _ := sc["expected_failed_fraction"].(float64); return f }
+	worst := scenarios[0]
+	for _, sc := range scenarios[1:] {
+		if failed(sc) > failed(worst) {
+			worst = sc
+		}
+	}
+	return []any{str(worst["name"]), pct(worst["cascade_probability"]), pct(worst["expected_failed_fraction"])}
 }
 
 func summarizeQuality(q map[string]any) string {
@@ -208,14 +226,14 @@ func failedChecks(q map[string]any) []failedCheck {
 	return out
 }
 
-// Reading decoded JSON loosely: a summary says "unknown" rather than fail.
+// Reading decoded JSON loosely: a missing number or name reads "unknown" rather than fail.
 
 func str(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
 	if v == nil {
-		return "none"
+		return "unknown"
 	}
 	return fmt.Sprint(v)
 }
@@ -223,7 +241,7 @@ func str(v any) string {
 func num(v any) string {
 	f, ok := v.(float64)
 	if !ok {
-		return "none"
+		return "unknown"
 	}
 	if f == float64(int64(f)) {
 		return fmt.Sprintf("%d", int64(f))
@@ -234,13 +252,19 @@ func num(v any) string {
 func pct(v any) string {
 	f, ok := v.(float64)
 	if !ok {
-		return "none"
+		return "unknown"
+	}
+	if p := 100 * f; p != 0 && p < 10 {
+		return fmt.Sprintf("%.1f %%", p)
 	}
 	return fmt.Sprintf("%.0f %%", 100*f)
 }
 
 func sentence(v any) string {
 	s := strings.TrimSpace(str(v))
+	if s == "none" {
+		return "none needed."
+	}
 	if !strings.HasSuffix(s, ".") {
 		s += "."
 	}
