@@ -323,6 +323,8 @@ func TestMCPValidationErrorIsAnErrorResult(t *testing.T) {
 		{"meridian_gate", map[string]any{"source_id": "s", "colour": 1}, "UNKNOWN_FIELD"},
 		{"convergence_analyze_market", map[string]any{"market_id": "m", "idempotency_key": 7}, "INVALID_IDEMPOTENCY_KEY"},
 		{"get_analysis", map[string]any{"kind": "beacon", "id": "x"}, "INVALID_KIND"},
+		{"get_analysis", map[string]any{"kind": "drift", "id": 7}, "INVALID_ID"},
+		{"get_analysis", map[string]any{"kind": "drift", "id": "dra_1", "colour": 1}, "UNKNOWN_FIELD"},
 		{"get_analysis", map[string]any{"kind": "drift", "id": "dra_nope"}, "NOT_FOUND"},
 	} {
 		res := callTool(t, cs, c.tool, c.args)

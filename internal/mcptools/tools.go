@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -191,11 +192,22 @@ func (t tool) getAnalysis(ctx context.Context, b Backend, args json.RawMessage, 
 		Kind *string `json:"kind"`
 		ID   *string `json:"id"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return errorResult(&APIError{Status: http.StatusBadRequest, Object: ErrorObject{Type: "validation_error", Code: "BAD_REQUEST",
-			Message: fmt.Sprintf("get_analysis takes {kind, id}: %v.", err), Details: map[string]any{}}}), nil
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(args, &members); err != nil {
+		return errorResult(&APIError{Status: http.StatusBadRequest, Object: ErrorObject{Type: "invalid_request_error", Code: "BAD_REQUEST",
+			Message: "get_analysis takes an object {kind, id}.", Details: map[string]any{}}}), nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if name != "kind" && name != "id" {
+			e := invalidArgument(name, "no such field", jsonType(members[name]), "get_analysis takes only kind and id, not %s.", name)
+			e.Object.Code = "UNKNOWN_FIELD"
+			return errorResult(e), nil
+		}
+	}
+	for name, raw := range members {
+		if err := json.Unmarshal(raw, map[string]any{"kind": &in.Kind, "id": &in.ID}[name]); err != nil {
+			return errorResult(invalidArgument(name, "string", jsonType(raw), "%s must be a string.", name)), nil
+		}
 	}
 	kinds := strings.Join(product.Names(), ", ")
 	if in.Kind == nil {
