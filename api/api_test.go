@@ -100,7 +100,8 @@ func TestServers(t *testing.T) {
 	if len(doc.Servers) != 1 || doc.Servers[0].URL != "/v1" {
 		t.Errorf("document servers = %v, want exactly /v1", serverURLs(doc.Servers))
 	}
-	rootLevel := []string{"/healthz", "/readyz", "/metrics"}
+	// /mcp is outside /v1 too: an agent host is configured with one URL (docs/mcp.md).
+	rootLevel := []string{"/healthz", "/readyz", "/metrics", "/mcp"}
 	for path, item := range doc.Paths.Map() {
 		got := serverURLs(item.Servers)
 		if slices.Contains(rootLevel, path) {
@@ -127,7 +128,8 @@ var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X
 // carries the rate-limit headers, except a 500 or 503, which can happen before the
 // request was counted (a store failure while checking the key). A 431 is net/http's own
 // plain-text refusal of an oversized header section, written before any handler runs, so
-// it carries neither.
+// it carries neither. /mcp is not counted itself: each tool call it carries is counted as
+// its REST request, whose rate-limit state the JSON-RPC answer does not carry in headers.
 func TestResponseHeaders(t *testing.T) {
 	doc := load(t, api.OpenAPIYAML)
 	for path, item := range doc.Paths.Map() {
@@ -146,7 +148,7 @@ func TestResponseHeaders(t *testing.T) {
 				if id := h["X-Request-Id"]; id == nil || !id.Value.Required {
 					t.Errorf("%s: X-Request-Id is not declared as a required header", where)
 				}
-				if !authenticated || status == "405" || status == "500" || status == "503" {
+				if !authenticated || path == "/mcp" || status == "405" || status == "500" || status == "503" {
 					continue
 				}
 				for _, name := range rateLimitHeaders {

@@ -384,3 +384,21 @@ func pathOf(segments ...string) string {
 	}
 	return b.String()
 }
+
+// Do sends one request to any operation of the API, by method and path under the base URL
+// ("/v1/drift/analyze"), under the client's retry and idempotency rules, and returns the data
+// of the success envelope as it came. body, when not nil, is JSON sent as it is. It serves
+// callers that forward requests they did not build themselves, such as `riskapi mcp`, which
+// relays an agent's tool calls; otherwise the typed methods are the better choice. An answer
+// other than 2xx is an *Error.
+func (c *Client) Do(ctx context.Context, method, path string, body []byte, opts ...RequestOption) (jsontext.Value, error) {
+	var payload any
+	if body != nil {
+		payload = encodedBody{data: body, contentType: "application/json"}
+	}
+	env, err := c.call(ctx, method, path, nil, payload, opts)
+	if err != nil {
+		return nil, err
+	}
+	return env.Data, nil
+}

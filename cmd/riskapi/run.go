@@ -41,6 +41,8 @@ Usage:
   riskapi secrets rotate                re-encrypt every webhook secret under RISKAPI_SECRET_KEY
   riskapi secrets new-key               print a new RISKAPI_SECRET_KEY
   riskapi secrets new-webhook-secret    print a new webhook signing secret (whsec_…)
+  riskapi mcp                           the products as MCP tools on stdio, forwarded to
+                                        RISKAPI_BASE_URL with RISKAPI_API_KEY (docs/mcp.md)
   riskapi migrate                       apply store migrations and exit
   riskapi version                       print the version
 
@@ -72,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runAccounts(ctx, rest, getenv, stdout, stderr)
 	case "keys":
 		return runKeys(ctx, rest, getenv, stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, rest, getenv, stdin, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
 	case "secrets":

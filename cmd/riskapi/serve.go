@@ -377,6 +377,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	// Open MCP streams (GET /mcp) end when shutdown begins: Shutdown would wait for them.
+	srv.RegisterOnShutdown(api.EndStreams)
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"riskapi/internal/mcptools"
 	"riskapi/internal/resource"
 
 	"github.com/go-json-experiment/json"
@@ -107,6 +108,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	info := requestInfoFrom(r.Context())
 	if info.otlp {
 		writeStatus(w, r, status, apiErr)
+		return
+	}
+	if info.mcp {
+		writeJSONRPCError(w, r, status, mcptools.ErrorObject{Type: typ, Code: apiErr.Code, Message: apiErr.Message, Details: details})
 		return
 	}
 	env := errorEnvelope{

@@ -34,6 +34,10 @@ type requestInfo struct {
 	// otlp is set on the OTLP endpoint, whose errors are google.rpc.Status bodies, not the
 	// envelope (otlp.go).
 	otlp bool
+	// mcp is set on /mcp, whose refusals are JSON-RPC errors, not the envelope (mcp.go);
+	// mcpID is the id of the JSON-RPC request they answer, when read.
+	mcp   bool
+	mcpID []byte
 }
 
 type requestInfoKey struct{}

@@ -35,6 +35,14 @@ func (s *Server) routes() {
 		s.handle(route.pattern, s.protected(route.scope, route.handler))
 	}
 
+	// MCP: the products as tools for agents, outside /v1 like the operational endpoints (an
+	// agent host is given one URL). Each tool call is dispatched as its REST request, which
+	// the checks above apply to; /mcp itself only authenticates (mcp.go).
+	mcp := s.handleMCP()
+	s.handle("POST /mcp", mcp)
+	s.handle("GET /mcp", mcp)
+	s.handle("DELETE /mcp", mcp)
+
 	// Test mode: synthetic data with known truth, test-mode keys only. The product's write
 	// scope is checked once the body names the product.
 	s.handle("POST /v1/test/generate", s.protectedTestOnly(s.handleTestGenerate()))

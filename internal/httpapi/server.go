@@ -173,7 +173,17 @@ type Server struct {
 	// accounts and memory admit product requests (admit.go).
 	accounts *admission.Accounts
 	memory   *admission.Memory
+	// streams ends when the process stops: long-lived streams (GET /mcp) end with it, so a
+	// graceful shutdown does not wait for clients that would keep them open (EndStreams).
+	streams    context.Context
+	endStreams context.CancelFunc
 }
+
+// EndStreams ends the long-lived streams the server holds open (the MCP sessions' GET
+// /mcp); the clients reconnect to another process. Register it with
+// http.Server.RegisterOnShutdown: Shutdown waits for every open request, and a stream is
+// one until its client leaves.
+func (s *Server) EndStreams() { s.endStreams() }
 
 // NewServer builds the API over cfg's dependencies.
 func NewServer(cfg Config) (*Server, error) {
@@ -211,6 +221,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics, limits: ratepolicy.Policy{UnlimitedCeiling: cfg.UnlimitedCeiling},
 		accounts: admission.NewAccounts(cfg.Bounds.PerAccount), memory: cfg.Memory}
+	s.streams, s.endStreams = context.WithCancel(context.Background())
 	if s.memory == nil {
 		s.memory = admission.NewMemory(cfg.Bounds.MemoryLimit, cfg.Bounds.MemoryWait)
 	}

@@ -47,6 +47,11 @@ type Product struct {
 	// seed: the engine's input and the truth planted in it.
 	Scenarios func() []string
 	Generate  func(scenario string, seed int64) (request, truth any)
+	// Tools are the product's MCP tools (internal/mcptools): each names a POST endpoint of the
+	// product whose request schema in api/openapi.yaml is the tool's input. The registry lists
+	// them so that the tool set follows the products; get_analysis reads any product's
+	// results by Results.Path and needs no row.
+	Tools []Tool
 	// BodyMemory bounds the heap a request body of n bytes takes while it is read and
 	// decoded into Request: what the API reserves against its memory budget before reading
 	// the body (platform contract §11). The work's own peak is the engine's estimate.
@@ -80,6 +85,20 @@ type Results struct {
 	Asynchronous bool
 }
 
+// Tool is one MCP tool of a product.
+type Tool struct {
+	// Name is the tool's name, fixed by the agents spec §3: "drift_analyze".
+	Name string
+	// Endpoint is the REST operation a call runs, as "METHOD /v1/path": the tool call is that
+	// request, with the caller's key, so scopes, limits, usage and idempotency apply as to it.
+	Endpoint string
+	// Description tells a model when to use the tool, in one or two sentences.
+	Description string
+	// Gate marks a tool whose result is the gate of the endpoint's result rather than the
+	// whole object (meridian_gate: should the agent use this data?).
+	Gate bool
+}
+
 // Limit cells of HourlyLimits that are not a number of requests.
 const (
 	// Unlimited is the seed's "Unlimited": the deployment's safety ceiling applies.
@@ -101,7 +120,13 @@ var (
 			Subject: "agent_id", SubjectLabel: "Agent", Noun: "Drift analysis",
 			Verdict: "shadow_principal_detected", VerdictIsBad: true, Yes: "Shadow principal detected", No: "No shadow principal"},
 		Request: reflect.TypeFor[drift.Input](), Result: reflect.TypeFor[drift.Analysis](),
-		Engine:     engineOf(drift.Analyze),
+		Engine: engineOf(drift.Analyze),
+		Tools: []Tool{
+			{Name: "drift_record_events", Endpoint: "POST /v1/drift/events",
+				Description: "Append an agent's actions (events) to its stored history, so that drift_analyze without events can analyse them. Duplicate event ids are skipped."},
+			{Name: "drift_analyze", Endpoint: "POST /v1/drift/analyze",
+				Description: "Analyse an agent's actions for a shadow principal: a third party the agent has come to serve at its principal's expense. Send events inline, or none to analyse the agent's stored events."},
+		},
 		BodyMemory: jsonBodyMemory,
 		Scenarios:  drift.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
@@ -118,7 +143,9 @@ var (
 			Subject: "market_id", SubjectLabel: "Market", Noun: "Convergence analysis",
 			Verdict: "collusion_detected", VerdictIsBad: true, Yes: "Collusion detected", No: "No collusion"},
 		Request: reflect.TypeFor[convergence.Input](), Result: reflect.TypeFor[convergence.Analysis](),
-		Engine:     engineOf(convergence.Analyze),
+		Engine: engineOf(convergence.Analyze),
+		Tools: []Tool{{Name: "convergence_analyze_market", Endpoint: "POST /v1/convergence/analyze-market",
+			Description: "Screen a market's prices, costs, bids, segments and messages for collusion; names suspected groups of firms and flagged periods."}},
 		BodyMemory: jsonBodyMemory,
 		Scenarios:  convergence.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
@@ -135,7 +162,9 @@ var (
 			Noun: "Cascade simulation", Verdict: "systemic_risk_detected", VerdictIsBad: true,
 			Yes: "Systemic risk", No: "No systemic risk", Asynchronous: true},
 		Request: reflect.TypeFor[cascade.Input](), Result: reflect.TypeFor[cascade.Result](),
-		Engine:     engineOf(cascade.Analyze),
+		Engine: engineOf(cascade.Analyze),
+		Tools: []Tool{{Name: "cascade_simulate", Endpoint: "POST /v1/cascade/simulate",
+			Description: "Simulate how failures propagate through a network of exposures (Monte Carlo); reports systemic risk and the most systemic nodes. Large work runs in the background: poll it with get_analysis."}},
 		BodyMemory: jsonBodyMemory,
 		Scenarios:  cascade.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
@@ -159,6 +188,12 @@ var (
 			}
 			req.Now = now
 			return meridian.Analyze(ctx, req)
+		},
+		Tools: []Tool{
+			{Name: "meridian_quality_check", Endpoint: "POST /v1/meridian/quality-check",
+				Description: "Check the quality of a data source's sample (records or CSV, or declared signals): checks, dimension scores, a 0-100 score, a tier and a gating decision."},
+			{Name: "meridian_gate", Endpoint: "POST /v1/meridian/quality-check", Gate: true,
+				Description: "Should the agent use this data? Runs the quality check (same input as meridian_quality_check) and answers only the gate: gating (allow, review or block), score, tier and the failed checks."},
 		},
 		Scenarios:  meridian.TestModeScenarios,
 		BodyMemory: meridian.IngestPeak,

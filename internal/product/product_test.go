@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,15 @@ func TestRegistryRowsAreCompleteAndDistinct(t *testing.T) {
 		for _, plan := range []store.Plan{store.PlanFreeTrial, store.PlanStarter, store.PlanProfessional, store.PlanEnterprise} {
 			if v := p.HourlyLimits[plan]; v == 0 {
 				t.Errorf("%s: no hourly limit for plan %s", p.Name, plan)
+			}
+		}
+		if len(p.Tools) == 0 {
+			t.Errorf("%s: no MCP tools", p.Name)
+		}
+		for _, tool := range p.Tools {
+			unique("tool", tool.Name, p.Name)
+			if !strings.HasPrefix(tool.Name, p.Name+"_") || !strings.HasPrefix(tool.Endpoint, "POST /v1/"+p.Name+"/") || tool.Description == "" {
+				t.Errorf("%s: tool %+v must be named %s_…, run a POST /v1/%s/… endpoint and say what it does", p.Name, tool, p.Name, p.Name)
 			}
 		}
 		if p.Request == nil || p.Result == nil || p.Engine == nil || p.Scenarios == nil || p.Generate == nil {
