@@ -25,6 +25,15 @@ const driftEventsPerInsert = 500
 // unique-index entries and deadlock, and the total is read and written back under it.
 func (s *Store) AddDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, events []store.DriftEvent, answer func(store.DriftEventBatch) (*store.IdempotencyCompletion, error)) (store.DriftEventBatch, error) {
 	var batch store.DriftEventBatch
+	// The prepared statement is fetched before the transaction begins: preparing it takes a
+	// connection of the writer, whose only one (SQLite) the transaction would hold.
+	var full *sql.Stmt
+	if !s.dialect.ArrayParams && len(events) >= driftEventsPerInsert {
+		var err error
+		if full, err = s.driftInsertStmt(ctx); err != nil {
+			return store.DriftEventBatch{}, fmt.Errorf("store add drift events of %s: prepare: %w", agentID, err)
+		}
+	}
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		if err := s.lockKey(ctx, tx, "drift_events "+accountID+" "+string(mode)+" "+agentID); err != nil {
 			return fmt.Errorf("lock agent: %w", err)
@@ -33,8 +42,12 @@ func (s *Store) AddDriftEvents(ctx context.Context, accountID string, mode store
 		if err != nil {
 			return err
 		}
-		for start := 0; start < len(events); start += driftEventsPerInsert {
-			n, err := s.insertDriftEvents(ctx, tx, agent, events[start:min(start+driftEventsPerInsert, len(events))])
+		perInsert := driftEventsPerInsert
+		if s.dialect.ArrayParams {
+			perInsert = max(len(events), 1) // arrays have no parameter limit
+		}
+		for start := 0; start < len(events); start += perInsert {
+			n, err := s.insertDriftEvents(ctx, tx, full, agent, events[start:min(start+perInsert, len(events))])
 			if err != nil {
 				return fmt.Errorf("insert events: %w", err)
 			}
@@ -72,22 +85,87 @@ func (s *Store) driftAgent(ctx context.Context, tx *sql.Tx, accountID string, mo
 }
 
 // insertDriftEvents inserts one statement's worth of the agent's events, skipping ids it
-// holds, and returns how many it inserted.
-func (s *Store) insertDriftEvents(ctx context.Context, tx *sql.Tx, agent int64, events []store.DriftEvent) (int, error) {
-	var q strings.Builder
-	q.Grow(64 + 16*len(events))
-	q.WriteString(`INSERT INTO drift_events (agent, event_id, ts, payload) VALUES `)
+// holds, and returns how many it inserted; full is driftInsertStmt's statement, used for a
+// full statement's worth.
+func (s *Store) insertDriftEvents(ctx context.Context, tx *sql.Tx, full *sql.Stmt, agent int64, events []store.DriftEvent) (int, error) {
+	if s.dialect.ArrayParams {
+		return s.insertDriftEventArrays(ctx, tx, agent, events)
+	}
 	args := make([]any, 0, 4*len(events))
-	for i, ev := range events {
+	for _, ev := range events {
+		eventID := sql.NullString{String: ev.EventID, Valid: ev.EventID != ""}
+		args = append(args, agent, eventID, ev.Timestamp.UnixNano(), ev.Payload)
+	}
+	var res sql.Result
+	if full != nil && len(events) == driftEventsPerInsert {
+		txStmt := tx.StmtContext(ctx, full)
+		var err error
+		res, err = txStmt.ExecContext(ctx, args...)
+		txStmt.Close()
+		if err != nil {
+			return 0, err
+		}
+	} else {
+		var err error
+		if res, err = tx.ExecContext(ctx, s.rebind(driftInsertQuery(len(events))), args...); err != nil {
+			return 0, err
+		}
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// driftInsertQuery is the INSERT of n events, 4 parameters each.
+func driftInsertQuery(n int) string {
+	var q strings.Builder
+	q.Grow(96 + 14*n)
+	q.WriteString(`INSERT INTO drift_events (agent, event_id, ts, payload) VALUES `)
+	for i := range n {
 		if i > 0 {
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?, ?, ?)")
-		eventID := sql.NullString{String: ev.EventID, Valid: ev.EventID != ""}
-		args = append(args, agent, eventID, ev.Timestamp.UnixNano(), ev.Payload)
 	}
 	q.WriteString(` ON CONFLICT DO NOTHING`)
-	res, err := tx.ExecContext(ctx, s.rebind(q.String()), args...)
+	return q.String()
+}
+
+// driftInsertStmt returns the INSERT of driftEventsPerInsert events, prepared once on the
+// writer: SQLite compiling the 2,000-parameter statement anew took a sixth of the insert's
+// time. A failed prepare is not kept, so the next batch tries again. Call it outside a
+// transaction of the writer.
+func (s *Store) driftInsertStmt(ctx context.Context) (*sql.Stmt, error) {
+	s.driftInsert.mu.Lock()
+	defer s.driftInsert.mu.Unlock()
+	if s.driftInsert.stmt == nil {
+		stmt, err := s.writer.PrepareContext(ctx, s.rebind(driftInsertQuery(driftEventsPerInsert)))
+		if err != nil {
+			return nil, err
+		}
+		s.driftInsert.stmt = stmt
+	}
+	return s.driftInsert.stmt, nil
+}
+
+// insertDriftEventArrays is insertDriftEvents with each column passed as one array and
+// unnested (PostgreSQL): 3 parameters however many events, instead of 4 an event to encode,
+// send and bind. WITH ORDINALITY and ORDER BY keep the batch's order, which seq records.
+func (s *Store) insertDriftEventArrays(ctx context.Context, tx *sql.Tx, agent int64, events []store.DriftEvent) (int, error) {
+	ids := make([]*string, len(events))
+	ts := make([]int64, len(events))
+	payloads := make([][]byte, len(events))
+	for i := range events {
+		if events[i].EventID != "" {
+			ids[i] = &events[i].EventID
+		}
+		ts[i] = events[i].Timestamp.UnixNano()
+		payloads[i] = events[i].Payload
+	}
+	res, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO drift_events (agent, event_id, ts, payload)
+		SELECT ?, e.event_id, e.ts, e.payload
+		FROM unnest(?::text[], ?::bigint[], ?::bytea[]) WITH ORDINALITY AS e (event_id, ts, payload, n)
+		ORDER BY e.n
+		ON CONFLICT DO NOTHING`), agent, ids, ts, payloads)
 	if err != nil {
 		return 0, err
 	}
