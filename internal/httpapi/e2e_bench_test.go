@@ -20,12 +20,16 @@ import (
 // benchServer is a server on the embedded store for end-to-end benchmarks: no access log
 // kept, no rate limit in reach, and an enterprise account's live key.
 func benchServer(b *testing.B) (*bundle, store.Account, string) {
-	bb := setup(b, func(c *Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
-		c.UnlimitedCeiling = 1 << 50
-	}, nil)
+	bb := setup(b, benchConfig, nil)
 	acct, key := bb.newAccount(store.PlanEnterprise, nil)
 	return bb, acct, key
+}
+
+// benchConfig is the benchmarks' server: logs discarded, and no hourly ceiling behind the
+// Enterprise plan's unlimited requests.
+func benchConfig(c *Config) {
+	c.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	c.UnlimitedCeiling = 1 << 50
 }
 
 // benchPost sends one POST of body to path over the loopback socket and checks that it is

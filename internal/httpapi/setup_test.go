@@ -46,12 +46,20 @@ type bundle struct {
 // routes that exist only in tests.
 func setup(t testing.TB, edit func(*Config), mount func(*Server)) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
+	st, err := sqlite.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return setupOn(t, st, edit, mount)
+}
+
+// setupOn is setup over a store the caller opened (and closes), for the benchmarks that
+// compare the embedded store with PostgreSQL.
+func setupOn(t testing.TB, st store.Store, edit func(*Config), mount func(*Server)) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	var err error
 	// A fixed instant in the middle of an hour: rate-limit windows never roll over mid-test.
 	clock := testclock.New(time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC))
 	logs := &testlog.Buffer{}

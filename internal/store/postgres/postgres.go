@@ -84,7 +84,8 @@ var dialect = sqlstore.Dialect{
 		_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, keyLockClass, key)
 		return err
 	},
-	RowLocks: true,
+	RowLocks:    true,
+	ArrayParams: true,
 	// River's database/sql driver over the store's pgx pool.
 	Jobs: func(db *sql.DB) jobs.Driver { return riverdatabasesql.New(db) },
 }

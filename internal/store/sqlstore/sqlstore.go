@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"riskapi/internal/jobs"
@@ -49,6 +50,10 @@ type Dialect struct {
 	// transaction-level advisory lock on a hash of key). Leave it nil when beginning a write
 	// transaction already excludes every other writer (SQLite with BEGIN IMMEDIATE).
 	LockKey func(ctx context.Context, tx *sql.Tx, key string) error
+	// ArrayParams makes the store pass a batch's rows as one array parameter a column and
+	// unnest them (PostgreSQL, where binding thousands of scalar parameters cost more than
+	// the insert); without it, batches are multi-row VALUES lists.
+	ArrayParams bool
 	// RowLocks makes the store add row-locking clauses (FOR UPDATE, FOR KEY SHARE,
 	// SKIP LOCKED) to the selects of its write transactions (PostgreSQL). SQLite has no such
 	// clauses and needs none: its single writer excludes every other writer.
@@ -78,6 +83,12 @@ type Store struct {
 	// transactions (background simulations' chunks).
 	jobDriver jobs.Driver
 	inserter  *jobs.Client
+	// driftInsert is the prepared INSERT of a full statement of Drift events
+	// (driftInsertStmt), made on first use.
+	driftInsert struct {
+		mu   sync.Mutex
+		stmt *sql.Stmt
+	}
 }
 
 // Option configures a Store in New.
@@ -128,7 +139,13 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	err := s.writer.Close()
+	var err error
+	s.driftInsert.mu.Lock()
+	if s.driftInsert.stmt != nil {
+		err = s.driftInsert.stmt.Close()
+	}
+	s.driftInsert.mu.Unlock()
+	err = errors.Join(err, s.writer.Close())
 	if s.reader != s.writer {
 		err = errors.Join(err, s.reader.Close())
 	}

@@ -260,3 +260,65 @@ func testDriftEventsConcurrent(t *testing.T, s store.Store) {
 		t.Errorf("after %d concurrent batches of the same %d ids: stored %d (%v), accepted in all %d; want %d and %d", callers, ids, n, err, accepted, ids, ids)
 	}
 }
+
+// testDriftEventsLargeBatch: a batch longer than one insert statement (the store splits it)
+// keeps its order, and an id repeated in a later part of the batch, or in a later batch, is
+// skipped as within one statement.
+func testDriftEventsLargeBatch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	acct := ident.New("acct")
+	const n = 1100
+	var batch []store.DriftEvent
+	var want []string
+	for i := range n {
+		id := fmt.Sprintf("e%d", i)
+		switch {
+		case i >= 600 && i%100 == 0:
+			j := i - 600 // a repeat of an event some 600 back that has an id
+			if j%7 == 0 {
+				j++
+			}
+			id = fmt.Sprintf("e%d", j)
+		case i%7 == 0:
+			id = "" // no id: never a duplicate
+		}
+		ev := driftEvent(id, t0.Add(time.Duration(i)*time.Millisecond))
+		ev.Payload = fmt.Appendf(nil, `{"i":%d}`, i)
+		batch = append(batch, ev)
+		if !(i >= 600 && i%100 == 0) {
+			want = append(want, string(ev.Payload))
+		}
+	}
+	got, err := s.AddDriftEvents(ctx, acct, store.ModeLive, "agent_l", batch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := (store.DriftEventBatch{Accepted: len(want), Duplicates: n - len(want), Total: int64(len(want))}); got != w {
+		t.Errorf("AddDriftEvents(%d events) = %+v, want %+v", n, got, w)
+	}
+	evs, err := s.DriftEvents(ctx, acct, store.ModeLive, "agent_l", nil, nil, 2*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for _, ev := range evs {
+		stored = append(stored, string(ev.Payload))
+	}
+	if !slices.Equal(stored, want) {
+		t.Errorf("stored %d events, want %d in the batch's order", len(stored), len(want))
+	}
+	// The same batch again: only the events without an id are new.
+	noID := 0
+	for _, ev := range batch {
+		if ev.EventID == "" {
+			noID++
+		}
+	}
+	got, err = s.AddDriftEvents(ctx, acct, store.ModeLive, "agent_l", batch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := (store.DriftEventBatch{Accepted: noID, Duplicates: n - noID, Total: int64(len(want) + noID)}); got != w {
+		t.Errorf("AddDriftEvents(the same batch again) = %+v, want %+v", got, w)
+	}
+}

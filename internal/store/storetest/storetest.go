@@ -84,6 +84,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ListAnalyses", testListAnalyses},
 		{"DriftEvents", testDriftEvents},
 		{"DriftEventsConcurrent", testDriftEventsConcurrent},
+		{"DriftEventsLargeBatch", testDriftEventsLargeBatch},
 		{"SimulationLifecycle", testSimulationLifecycle},
 		{"SimulationDispatch", testSimulationDispatch},
 		{"ListSimulations", testListSimulations},
