@@ -89,6 +89,12 @@ type Store struct {
 		mu   sync.Mutex
 		stmt *sql.Stmt
 	}
+	// background is the work Go started, stopped by Close before the pools close.
+	background struct {
+		stop     context.CancelFunc
+		done     sync.WaitGroup
+		cleanups []func() error
+	}
 }
 
 // Option configures a Store in New.
@@ -137,9 +143,36 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes both pools.
+// Go runs fn beside the store until Close, which cancels fn's context, waits for it to
+// return and then calls cleanup (when set) before closing the pools: work the database needs
+// done in the background, such as SQLite's checkpoints.
+func (s *Store) Go(fn func(ctx context.Context), cleanup func() error) {
+	if s.background.stop == nil {
+		s.background.stop = func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	prev := s.background.stop
+	s.background.stop = func() { prev(); cancel() }
+	if cleanup != nil {
+		s.background.cleanups = append(s.background.cleanups, cleanup)
+	}
+	s.background.done.Add(1)
+	go func() {
+		defer s.background.done.Done()
+		fn(ctx)
+	}()
+}
+
+// Close stops the background work (Go) and closes both pools.
 func (s *Store) Close() error {
 	var err error
+	if s.background.stop != nil {
+		s.background.stop()
+		s.background.done.Wait()
+		for _, c := range s.background.cleanups {
+			err = errors.Join(err, c())
+		}
+	}
 	s.driftInsert.mu.Lock()
 	if s.driftInsert.stmt != nil {
 		err = s.driftInsert.stmt.Close()
