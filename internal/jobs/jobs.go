@@ -132,13 +132,17 @@ const pollInterval = 200 * time.Millisecond
 // simulation.
 const QueueDriftMonitors = "drift_monitors"
 
-// DriftMonitorLook makes monitor MonitorID look at its agent's stored events again. Soon
-// marks the look due because enough new events arrived; the other kind is the one scheduled
-// 60 s after new events came. Each kind is unique while it waits, so a burst of ingestion
-// calls queues at most one of each (the debounce of shared/spec/agents.md §2), across
-// processes: River's unique insert holds in the shared database.
+// DriftMonitorLook makes monitor MonitorID look at its agent's stored events again. Seen is
+// the events the monitor's last look had seen when the job was queued, Soon marks the look
+// due because enough new events arrived (the other kind is the one scheduled 60 s after new
+// events came). Each (monitor, seen, kind) is unique while it waits or runs, so the
+// ingestion calls between two looks queue at most one of each (the debounce of
+// shared/spec/agents.md §2), across processes: River's unique insert holds in the shared
+// database. Seen makes the key new once a look is recorded, even while River still counts
+// the job that made it as running.
 type DriftMonitorLook struct {
 	MonitorID string `json:"monitor_id"`
+	Seen      int64  `json:"seen"`
 	Soon      bool   `json:"soon"`
 }
 

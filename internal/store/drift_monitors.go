@@ -87,8 +87,8 @@ type DriftMonitorStore interface {
 	// has prevLooks looks: a look recorded meanwhile by another process makes this one
 	// ErrConflict and stores nothing. ErrNotFound when the monitor was deleted.
 	RecordDriftMonitorLook(ctx context.Context, m DriftMonitor, prevLooks int, a Analysis, ev *Event) error
-	// ScheduleDriftMonitorLook queues a look of the monitor as a background job, to run at at
-	// (now when at is zero). While one such job of the same kind (soon or not) waits, another
-	// is not queued.
-	ScheduleDriftMonitorLook(ctx context.Context, monitorID string, soon bool, at time.Time) error
+	// ScheduleDriftMonitorLook queues a look of the monitor, whose last look saw seen events,
+	// as a background job to run at at (now when at is zero). While a job of the same monitor,
+	// seen and kind (soon or not) waits or runs, another is not queued.
+	ScheduleDriftMonitorLook(ctx context.Context, monitorID string, seen int64, soon bool, at time.Time) error
 }

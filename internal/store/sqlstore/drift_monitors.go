@@ -160,11 +160,11 @@ func (s *Store) RecordDriftMonitorLook(ctx context.Context, m store.DriftMonitor
 
 // ScheduleDriftMonitorLook inserts the look's River job (unique while one of its kind waits
 // or runs: jobs.DriftMonitorLook).
-func (s *Store) ScheduleDriftMonitorLook(ctx context.Context, monitorID string, soon bool, at time.Time) error {
+func (s *Store) ScheduleDriftMonitorLook(ctx context.Context, monitorID string, seen int64, soon bool, at time.Time) error {
 	opts := jobs.DriftMonitorLook{}.InsertOpts()
 	opts.ScheduledAt = at
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		return s.insertJobs(ctx, tx, river.InsertManyParams{Args: jobs.DriftMonitorLook{MonitorID: monitorID, Soon: soon}, InsertOpts: &opts})
+		return s.insertJobs(ctx, tx, river.InsertManyParams{Args: jobs.DriftMonitorLook{MonitorID: monitorID, Seen: seen, Soon: soon}, InsertOpts: &opts})
 	})
 	if err != nil {
 		return fmt.Errorf("store schedule drift monitor %s look: %w", monitorID, err)

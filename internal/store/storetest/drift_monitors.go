@@ -164,10 +164,10 @@ func testDriftMonitorLook(t *testing.T, s store.Store) {
 	if err := s.RecordDriftMonitorLook(ctx, got, 1, store.Analysis{ID: ident.New("dra"), AccountID: acct, Mode: store.ModeLive, Product: "drift", CreatedAt: t0}, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("look of a deleted monitor: %v, want ErrNotFound", err)
 	}
-	if err := s.ScheduleDriftMonitorLook(ctx, m.ID, true, time.Time{}); err != nil {
+	if err := s.ScheduleDriftMonitorLook(ctx, m.ID, 250, true, time.Time{}); err != nil {
 		t.Fatalf("schedule: %v", err)
 	}
-	if err := s.ScheduleDriftMonitorLook(ctx, m.ID, true, time.Time{}); err != nil {
+	if err := s.ScheduleDriftMonitorLook(ctx, m.ID, 250, true, time.Time{}); err != nil {
 		t.Fatalf("schedule again (skipped as a duplicate): %v", err)
 	}
 }
