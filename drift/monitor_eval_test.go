@@ -71,7 +71,8 @@ func (s monitorSettings) cases() []monitorCase {
 	return out
 }
 
-// monitorOutcome is what the looks of one stream did.
+// monitorOutcome is what the looks of one stream did. Shadow streams are looked at from
+// their onset on: an alert on another party there counts in falseAt.
 type monitorOutcome struct {
 	c        monitorCase
 	truth    Truth
@@ -92,8 +93,15 @@ func runMonitorStream(ctx context.Context, c monitorCase) (monitorOutcome, error
 	case "injection":
 		o.eligible = tr.InstructedShare >= 0.10
 	}
-	var st MonitorState
-	for n := monitorMinEvents; n <= len(in.Events); n += monitorEvery {
+	// A look's level depends on its number of events alone (MonitorLookLevel: what earlier
+	// looks spent is sensitivity·A(previous look)), so a shadow stream's looks before its
+	// onset, which the null classes measure, are skipped without changing the later ones.
+	start := monitorMinEvents
+	for tr.Shadow && start <= tr.OnsetIndex {
+		start += monitorEvery
+	}
+	st := MonitorState{Spent: monitorSensitivity * MonitorSpendShare(start-monitorEvery, monitorMinEvents)}
+	for n := start; n <= len(in.Events); n += monitorEvery {
 		look := in
 		look.Events = in.Events[:n]
 		_, next, alerts, err := MonitorLook(ctx, look, st, monitorSensitivity, monitorMinEvents)
