@@ -223,8 +223,12 @@ func driftTestItem(s *Server, r *http.Request, request, truth any, seed int64) (
 		return testItem{}, err
 	}
 	p := principalFrom(r.Context())
-	if _, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, in.AgentID, stored, nil); err != nil {
+	added, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, in.AgentID, stored, nil)
+	if err != nil {
 		return testItem{}, err
+	}
+	if added.Accepted > 0 {
+		s.noteDriftEvents(r, in.AgentID) // a monitor of the test agent looks at them too
 	}
 	// The request is drift.Input itself: an option the generator does not set is absent
 	// from the body, never null (docs/api-conventions.md, "Null").
