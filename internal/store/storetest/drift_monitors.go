@@ -2,13 +2,20 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
 	"riskapi/internal/ident"
+	"riskapi/internal/jobs"
 	"riskapi/internal/store"
 )
 
@@ -164,10 +171,51 @@ func testDriftMonitorLook(t *testing.T, s store.Store) {
 	if err := s.RecordDriftMonitorLook(ctx, got, 1, store.Analysis{ID: ident.New("dra"), AccountID: acct, Mode: store.ModeLive, Product: "drift", CreatedAt: t0}, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("look of a deleted monitor: %v, want ErrNotFound", err)
 	}
-	if err := s.ScheduleDriftMonitorLook(ctx, m.ID, 250, true, time.Time{}); err != nil {
-		t.Fatalf("schedule: %v", err)
+
+	// Looks queued for the same monitor, events seen and kind are one job, however many
+	// callers (processes) queue them at once; another seen count or kind is another job.
+	var wg2 sync.WaitGroup
+	schedErrs := make([]error, 4)
+	for i := range schedErrs {
+		wg2.Add(1)
+		go func() {
+			defer wg2.Done()
+			schedErrs[i] = s.ScheduleDriftMonitorLook(ctx, m.ID, 250, true, time.Time{})
+		}()
 	}
-	if err := s.ScheduleDriftMonitorLook(ctx, m.ID, 250, true, time.Time{}); err != nil {
-		t.Fatalf("schedule again (skipped as a duplicate): %v", err)
+	wg2.Wait()
+	for _, err := range schedErrs {
+		if err != nil {
+			t.Fatalf("schedule: %v", err)
+		}
+	}
+	if err := s.ScheduleDriftMonitorLook(ctx, m.ID, 250, false, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ScheduleDriftMonitorLook(ctx, m.ID, 300, true, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	lister, err := jobs.NewInserter(s.JobDriver())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lister.JobList(ctx, river.NewJobListParams().Kinds(jobs.DriftMonitorLook{}.Kind()).First(100).
+		States(rivertype.JobStateAvailable, rivertype.JobStateScheduled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, j := range res.Jobs {
+		var args jobs.DriftMonitorLook
+		if err := json.Unmarshal(j.EncodedArgs, &args); err != nil {
+			t.Fatal(err)
+		}
+		if args.MonitorID == m.ID {
+			keys = append(keys, fmt.Sprintf("%d/%t", args.Seen, args.Soon))
+		}
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"250/false", "250/true", "300/true"}) {
+		t.Fatalf("queued looks %v, want one per (seen, kind)", keys)
 	}
 }
