@@ -31,8 +31,8 @@ type DriftMonitor struct {
 	Status      string // MonitorActive or MonitorPaused
 
 	// EventsSeen is how many of the agent's events the last look analysed (0 before the
-	// first); Looks counts the looks; Spent is the share of Sensitivity the looks so far have
-	// spent (the alpha-spending rule, docs/methods/drift.md §11).
+	// first); Looks counts the looks; Spent is the sum of the levels the looks so far have
+	// run at (the alpha-spending rule, docs/methods/drift.md §11).
 	EventsSeen      int64
 	Looks           int
 	Spent           float64

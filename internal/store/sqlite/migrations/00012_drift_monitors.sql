@@ -2,7 +2,7 @@
 -- principal_id '' is none; baseline is the analysis's baseline member as JSON ('' for the
 -- default); alerts and detected are JSON arrays the store writes and reads whole (a monitor
 -- has at most one alert per party episode, and looks rewrite them in the look's transaction).
--- spent is the share of sensitivity the looks so far have spent (docs/methods/drift.md §11).
+-- spent is the sum of the levels the looks so far ran at (alpha spending, docs/methods/drift.md §11).
 
 -- +goose Up
 CREATE TABLE drift_monitors (
