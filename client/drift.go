@@ -23,6 +23,8 @@ type DriftEventBatch struct {
 // API adds (id dra_…, object "drift.analysis", livemode, created_at).
 type DriftAnalysis struct {
 	Resource
+	// MonitorID is the monitor whose look made the analysis; "" for one asked for.
+	MonitorID string `json:"monitor_id,omitzero"`
 	drift.Analysis
 }
 

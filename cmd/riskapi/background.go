@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"riskapi/internal/jobs"
+	"riskapi/internal/monitor"
 	"riskapi/internal/simulation"
 	"riskapi/internal/store"
 )
@@ -25,11 +26,14 @@ const (
 	jobStopTimeout = 5 * time.Second
 )
 
-// newJobClient returns the process's River client: the simulation workers, the purge, and
-// their periodic jobs, on the store's database.
-func newJobClient(st store.Store, sims *simulation.Runner, cfg serveConfig, owner string, logger *slog.Logger) (*jobs.Client, error) {
+// newJobClient returns the process's River client: the simulation workers, the Drift
+// monitors' looks, the purge, and their periodic jobs, on the store's database.
+func newJobClient(st store.Store, sims *simulation.Runner, looks *monitor.Looker, cfg serveConfig, owner string, logger *slog.Logger) (*jobs.Client, error) {
 	workers := river.NewWorkers()
 	if err := sims.Register(workers); err != nil {
+		return nil, err
+	}
+	if err := looks.Register(workers); err != nil {
 		return nil, err
 	}
 	purge := purgeWorker{store: st, logger: logger}

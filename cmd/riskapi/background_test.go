@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"riskapi/internal/monitor"
 	"riskapi/internal/simulation"
 	"riskapi/internal/store"
 	"riskapi/internal/store/postgres"
@@ -67,7 +68,7 @@ func TestPurgeRunsOnTheLeaderOnly(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c, err := newJobClient(counted, sims, serveConfig{simulationWorkers: 1}, "process-"+string(rune('a'+i)), logger)
+				c, err := newJobClient(counted, sims, &monitor.Looker{Store: st, Now: time.Now, Logger: logger}, serveConfig{simulationWorkers: 1}, "process-"+string(rune('a'+i)), logger)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -24,6 +24,7 @@ import (
 	"riskapi/internal/httpapi"
 	"riskapi/internal/ident"
 	"riskapi/internal/jobs"
+	"riskapi/internal/monitor"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/ratepolicy"
 	"riskapi/internal/simulation"
@@ -320,7 +321,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	jobClient, err := newJobClient(st, simulations, cfg, owner, logger)
+	looks := &monitor.Looker{Store: st, Now: time.Now, Notify: dispatcher.Notify, Logger: logger}
+	jobClient, err := newJobClient(st, simulations, looks, cfg, owner, logger)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ import (
 const browserTimeout = 100 * time.Second
 
 // screenshotPages are the pages the script must have shot, each at 1280 and 390 px.
-var screenshotPages = []string{"signin", "signup", "keys-empty", "key-new", "key-created", "keys", "analyses", "usage",
+var screenshotPages = []string{"signin", "signup", "keys-empty", "key-new", "key-created", "keys", "analyses", "agent", "usage",
 	"webhooks-empty", "webhook-created", "webhook", "webhooks", "webhook-delete", "key-revoke", "keys-after-revoke",
 	"settings", "usage-live", "not-found"}
 

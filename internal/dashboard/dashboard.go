@@ -61,6 +61,11 @@ type Store interface {
 	// Recent results (Analyses).
 	ListAnalyses(ctx context.Context, accountID string, mode store.Mode, product, subject string, q store.PageQuery) (store.Page[store.Analysis], error)
 	ListSimulations(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.Simulation], error)
+
+	// An agent's timeline (Drift): its stored events, its monitor and the looks' analyses.
+	DriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, from, to *time.Time, limit int) ([]store.DriftEvent, error)
+	DriftMonitorOfAgent(ctx context.Context, accountID string, mode store.Mode, agentID string) (store.DriftMonitor, error)
+	Analysis(ctx context.Context, accountID string, mode store.Mode, product, id string) (store.Analysis, error)
 }
 
 // Config holds the dashboard's dependencies and settings. Store, Limiter and Logger are
@@ -183,6 +188,7 @@ func (h *Handler) routes() {
 
 	h.mux.Handle("GET /dashboard/usage", h.signedIn(h.handleUsage()))
 	h.mux.Handle("GET /dashboard/analyses", h.signedIn(h.handleAnalyses()))
+	h.mux.Handle("GET /dashboard/agents/{agent_id}", h.signedIn(h.handleAgent()))
 
 	h.mux.Handle("GET /dashboard/webhooks", h.signedIn(h.handleListWebhooks()))
 	h.mux.Handle("POST /dashboard/webhooks", h.signedIn(h.handleAddWebhook()))

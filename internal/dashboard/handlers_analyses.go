@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"riskapi/internal/product"
@@ -25,6 +26,7 @@ type productAnalyses struct {
 
 type resultRow struct {
 	ID, Subject, Created, Verdict, Tone, Score, Band string
+	Link                                             string // the subject's page, "" for none
 }
 
 type cascadeData struct {
@@ -109,8 +111,12 @@ func (h *Handler) handleAnalyses() signedInHandler {
 				if subject == "" {
 					subject = "—"
 				}
-				pa.Rows = append(pa.Rows, resultRow{ID: a.ID, Subject: subject, Created: formatTime(a.CreatedAt),
-					Verdict: verdict, Tone: tone, Score: numberField(m, "score"), Band: stringField(m, "risk_band", "tier", "gating")})
+				row := resultRow{ID: a.ID, Subject: subject, Created: formatTime(a.CreatedAt),
+					Verdict: verdict, Tone: tone, Score: numberField(m, "score"), Band: stringField(m, "risk_band", "tier", "gating")}
+				if p.Name == product.Drift.Name && a.Subject != "" {
+					row.Link = "/dashboard/agents/" + url.PathEscape(a.Subject)
+				}
+				pa.Rows = append(pa.Rows, row)
 			}
 			data.Products = append(data.Products, pa)
 		}

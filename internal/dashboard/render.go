@@ -16,7 +16,7 @@ import (
 var pageNames = []string{
 	"signin", "signup", "error", "settings",
 	"keys", "key_new", "key_created", "key_revoke",
-	"usage", "analyses",
+	"usage", "analyses", "agent",
 	"webhooks", "webhook", "webhook_created", "webhook_delete",
 }
 

@@ -2,11 +2,9 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/internal/event"
@@ -26,26 +24,8 @@ func newHeader(r *http.Request, p product.Product, createdAt time.Time) resource
 }
 
 // encodeAnalysis encodes a stored analysis: the resource header's members, then the
-// engine's result's, in one JSON object. (A named field cannot be inlined, and a type
-// parameter cannot be embedded, so the two objects are joined: both come from this encoder,
-// so the header's closing brace and the result's opening one are their last and first bytes.)
-func encodeAnalysis(h resource.Header, result any) ([]byte, error) {
-	head, err := json.Marshal(h, resource.ObjectEncodeOptions)
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(result, resource.ObjectEncodeOptions)
-	if err != nil {
-		return nil, err
-	}
-	if len(body) < 2 || body[0] != '{' {
-		return nil, fmt.Errorf("encode analysis: the result is not a JSON object")
-	}
-	if len(body) == 2 { // {}
-		return head, nil
-	}
-	return append(append(head[:len(head)-1], ','), body[1:]...), nil
-}
+// engine's result's, in one JSON object.
+func encodeAnalysis(h resource.Header, result any) ([]byte, error) { return resource.Join(h, result) }
 
 // saveAnalysis stores an engine's result as a new analysis of product p about subject,
 // created at createdAt (the "now" the engine was given, where it takes one), and — when emit

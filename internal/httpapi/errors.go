@@ -35,6 +35,7 @@ const (
 	CodeNotFound             = "NOT_FOUND"
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodeIdempotencyKeyInUse  = "IDEMPOTENCY_KEY_IN_USE"
+	CodeConflict             = "CONFLICT"
 	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
 	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
@@ -60,6 +61,8 @@ func errorStatus(code string) (int, string) {
 		return http.StatusMethodNotAllowed, "invalid_request_error"
 	case CodeIdempotencyKeyInUse:
 		return http.StatusConflict, "idempotency_error"
+	case CodeConflict:
+		return http.StatusConflict, "invalid_request_error"
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge, "invalid_request_error"
 	case CodeUnsupportedMediaType:

@@ -18,11 +18,16 @@ func init() {
 	registerProduct(product.Drift, productAPI{
 		routes: func(s *Server) map[string]http.Handler {
 			return map[string]http.Handler{
-				"POST /v1/drift/events":       s.handleIngestDriftEvents(),
-				"POST /v1/drift/traces":       s.handleIngestDriftTraces(),
-				product.Drift.Analyze:         s.handleAnalyzeDrift(),
-				"GET /v1/drift/analyses":      s.handleListAnalyses(product.Drift, drift.ValidAgentID, drift.AgentIDExpected),
-				"GET /v1/drift/analyses/{id}": s.handleGetAnalysis(product.Drift),
+				"POST /v1/drift/events":          s.handleIngestDriftEvents(),
+				"POST /v1/drift/traces":          s.handleIngestDriftTraces(),
+				product.Drift.Analyze:            s.handleAnalyzeDrift(),
+				"GET /v1/drift/analyses":         s.handleListAnalyses(product.Drift, drift.ValidAgentID, drift.AgentIDExpected),
+				"GET /v1/drift/analyses/{id}":    s.handleGetAnalysis(product.Drift),
+				"POST /v1/drift/monitors":        s.handleCreateDriftMonitor(),
+				"GET /v1/drift/monitors":         s.handleListDriftMonitors(),
+				"GET /v1/drift/monitors/{id}":    s.handleGetDriftMonitor(),
+				"PATCH /v1/drift/monitors/{id}":  s.handleUpdateDriftMonitor(),
+				"DELETE /v1/drift/monitors/{id}": s.handleDeleteDriftMonitor(),
 			}
 		},
 		testItem: driftTestItem,
@@ -56,14 +61,20 @@ func (s *Server) handleIngestDriftEvents() http.Handler {
 			return 0, nil, err
 		}
 		p := principalFrom(r.Context())
-		return s.commitAnswer(r, http.StatusOK, func(answer func(any) (*store.IdempotencyCompletion, error)) error {
-			_, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, req.AgentID, events, func(batch store.DriftEventBatch) (*store.IdempotencyCompletion, error) {
+		accepted := 0
+		status, data, err := s.commitAnswer(r, http.StatusOK, func(answer func(any) (*store.IdempotencyCompletion, error)) error {
+			batch, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, req.AgentID, events, func(batch store.DriftEventBatch) (*store.IdempotencyCompletion, error) {
 				return answer(driftEventBatchObject{
 					AgentID: req.AgentID, Accepted: batch.Accepted, Duplicates: batch.Duplicates, TotalEvents: batch.Total,
 				})
 			})
+			accepted = batch.Accepted
 			return err
 		})
+		if err == nil && accepted > 0 {
+			s.noteDriftEvents(r, req.AgentID)
+		}
+		return status, data, err
 	})
 }
 
@@ -212,8 +223,12 @@ func driftTestItem(s *Server, r *http.Request, request, truth any, seed int64) (
 		return testItem{}, err
 	}
 	p := principalFrom(r.Context())
-	if _, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, in.AgentID, stored, nil); err != nil {
+	added, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, in.AgentID, stored, nil)
+	if err != nil {
 		return testItem{}, err
+	}
+	if added.Accepted > 0 {
+		s.noteDriftEvents(r, in.AgentID) // a monitor of the test agent looks at them too
 	}
 	// The request is drift.Input itself: an option the generator does not set is absent
 	// from the body, never null (docs/api-conventions.md, "Null").

@@ -65,9 +65,13 @@ func (s *Server) handleIngestDriftTraces() http.Handler {
 				writeError(w, r, fmtInternal(r.Context(), "encode drift events", err))
 				return
 			}
-			if _, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, agent.AgentID, rows, nil); err != nil {
+			added, err := s.cfg.Store.AddDriftEvents(r.Context(), p.Account.ID, p.Key.Mode, agent.AgentID, rows, nil)
+			if err != nil {
 				writeError(w, r, fmtInternal(r.Context(), "store drift events", err))
 				return
+			}
+			if added.Accepted > 0 {
+				s.noteDriftEvents(r, agent.AgentID)
 			}
 		}
 		resp := &coltracepb.ExportTraceServiceResponse{}

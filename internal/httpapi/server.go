@@ -47,6 +47,14 @@ type Store interface {
 	AddDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, events []store.DriftEvent, answer func(store.DriftEventBatch) (*store.IdempotencyCompletion, error)) (store.DriftEventBatch, error)
 	CountDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string) (int64, error)
 	DriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, from, to *time.Time, limit int) ([]store.DriftEvent, error)
+	// Drift monitors; ScheduleDriftMonitorLook queues a look after events are stored.
+	CreateDriftMonitor(ctx context.Context, m store.DriftMonitor, done *store.IdempotencyCompletion) error
+	DriftMonitor(ctx context.Context, accountID string, mode store.Mode, id string) (store.DriftMonitor, error)
+	DriftMonitorOfAgent(ctx context.Context, accountID string, mode store.Mode, agentID string) (store.DriftMonitor, error)
+	ListDriftMonitors(ctx context.Context, accountID string, mode store.Mode, agentID string, q store.PageQuery) (store.Page[store.DriftMonitor], error)
+	UpdateDriftMonitor(ctx context.Context, m store.DriftMonitor) error
+	DeleteDriftMonitor(ctx context.Context, accountID string, mode store.Mode, id string) error
+	ScheduleDriftMonitorLook(ctx context.Context, monitorID string, seen int64, soon bool, at time.Time) error
 	CreateSimulation(ctx context.Context, sim store.Simulation, ev *store.Event, done *store.IdempotencyCompletion) error
 	QueueSimulation(ctx context.Context, sim store.Simulation, max int, done *store.IdempotencyCompletion) error
 	UnfinishedSimulations(ctx context.Context, accountID string, mode store.Mode) (int, error)

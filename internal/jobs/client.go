@@ -70,6 +70,7 @@ func NewWorker(d Driver, cfg WorkerConfig) (*Client, error) {
 			QueueSimulationStarts: {MaxWorkers: StartWorkers},
 			QueueSimulationRuns:   {MaxWorkers: max(1, cfg.SimulationWorkers)},
 			QueueMaintenance:      {MaxWorkers: 2},
+			QueueDriftMonitors:    {MaxWorkers: 1},
 		},
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // Driver is River's driver over one of the stores' database/sql pools.
@@ -125,3 +126,36 @@ func Migrate(ctx context.Context, d Driver) error {
 // about this long on an idle process. 200 ms is five indexed queries a second per queue and
 // process.
 const pollInterval = 200 * time.Millisecond
+
+// QueueDriftMonitors is the queue of Drift monitors' looks: a look is one analysis of an
+// agent's stored events (tens of milliseconds at 10,000 events), never behind a long
+// simulation.
+const QueueDriftMonitors = "drift_monitors"
+
+// DriftMonitorLook makes monitor MonitorID look at its agent's stored events again. Seen is
+// the events the monitor's last look had seen when the job was queued, Soon marks the look
+// due because enough new events arrived (the other kind is the one scheduled 60 s after new
+// events came). Each (monitor, seen, kind) is unique while it waits or runs, so the
+// ingestion calls between two looks queue at most one of each (the debounce of
+// shared/spec/agents.md §2), across processes: River's unique insert holds in the shared
+// database. Seen makes the key new once a look is recorded, even while River still counts
+// the job that made it as running.
+type DriftMonitorLook struct {
+	MonitorID string `json:"monitor_id"`
+	Seen      int64  `json:"seen"`
+	Soon      bool   `json:"soon"`
+}
+
+// Kind is the job's kind in River's table.
+func (DriftMonitorLook) Kind() string { return "drift_monitor_look" }
+
+// InsertOpts: unique by arguments among the jobs that wait or run (River requires the running
+// state in a unique set); a look that finds events arrived while it ran snoozes 60 s and
+// looks again, so none is left unlooked.
+func (DriftMonitorLook) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDriftMonitors, MaxAttempts: 5, UniqueOpts: river.UniqueOpts{
+		ByArgs: true,
+		ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+			rivertype.JobStateRunning, rivertype.JobStateScheduled, rivertype.JobStateRetryable},
+	}}
+}

@@ -57,3 +57,24 @@ type Header struct {
 	Livemode  bool   `json:"livemode"`
 	CreatedAt string `json:"created_at"`
 }
+
+// Join encodes head and body, both JSON objects, as one object: head's members, then body's
+// (a stored analysis is its header followed by the engine's result). Both come from this
+// encoder, so head's closing brace and body's opening one are their last and first bytes.
+func Join(head, body any) ([]byte, error) {
+	h, err := json.Marshal(head, ObjectEncodeOptions)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(body, ObjectEncodeOptions)
+	if err != nil {
+		return nil, err
+	}
+	if len(h) < 2 || h[0] != '{' || len(b) < 2 || b[0] != '{' {
+		return nil, errors.New("resource: join: not JSON objects")
+	}
+	if len(b) == 2 { // {}
+		return h, nil
+	}
+	return append(append(h[:len(h)-1], ','), b[1:]...), nil
+}

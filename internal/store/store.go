@@ -185,6 +185,7 @@ type Store interface {
 	SecretKeyStore
 	AnalysisStore
 	DriftEventStore
+	DriftMonitorStore
 	SimulationStore
 	UserStore
 }

@@ -171,6 +171,24 @@ try {
   assert(await page.isVisible(`text=${analysisID}`), "the Analyses page lists " + analysisID);
   await shoot("analyses");
 
+  step("a monitor of agent_7 looks at its stored events; the agent's timeline shows its alert");
+  r = await api("POST", "/v1/drift/monitors", writer, { agent_id: "agent_7", principal_id: "user_42", min_events: 20 });
+  assert(r.status === 201, `POST /v1/drift/monitors: ${r.status} ${r.text.slice(0, 300)}`);
+  const monitorID = JSON.parse(r.text).data.id;
+  r = await api("POST", "/v1/drift/events", writer, { agent_id: "agent_7", events });
+  assert(r.status === 200, `POST /v1/drift/events: ${r.status} ${r.text.slice(0, 300)}`);
+  let looks = 0;
+  for (let i = 0; i < 100 && looks === 0; i++) {
+    r = await api("GET", "/v1/drift/monitors/" + monitorID, writer);
+    looks = JSON.parse(r.text).data.looks;
+    if (looks === 0) await new Promise((done) => setTimeout(done, 100));
+  }
+  assert(looks >= 1, "the monitor looked within 10 s");
+  assert((await go("/dashboard/agents/agent_7")) === 200, "the agent's page loads");
+  assert((await page.locator("svg.chart polyline").count()) >= 1, "the timeline draws the parties' shares");
+  assert(await page.isVisible(`text=${monitorID}`), "the agent's page shows its monitor");
+  await shoot("agent");
+
   step("usage");
   await page.click("nav >> text=Usage");
   await page.waitForURL("**/dashboard/usage");

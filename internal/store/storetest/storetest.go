@@ -60,6 +60,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CreateEventFor", testCreateEventFor},
 		{"ListEvents", testListEvents},
 		{"PurgeEvents", testPurgeEvents},
+		{"DriftMonitorRoundTrip", testDriftMonitorRoundTrip},
+		{"DriftMonitorLook", testDriftMonitorLook},
 		{"EndpointRoundTrip", testEndpointRoundTrip},
 		{"EndpointDeleteCascades", testEndpointDeleteCascades},
 		{"EndpointStatusOnly", testEndpointStatusOnly},
