@@ -129,6 +129,9 @@ func BenchmarkThresholdScaling(b *testing.B) {
 			if edges == 1_000_000 && runs == 10_000 {
 				continue // ≈ 10¹⁰ edge visits; the trend is clear without it
 			}
+			if edges == 1_000_000 && testing.Short() {
+				continue // -short (CI): 10⁹ edge visits, 6–11 s; the smaller sizes run the same code
+			}
 			b.Run(fmt.Sprintf("edges=%d/runs=%d", edges, runs), func(b *testing.B) {
 				in := benchInput(edges/10, 9.9, runs)
 				sim := prepareScenario(b, in, runtimeProcs())
@@ -149,6 +152,9 @@ func BenchmarkThresholdScaling(b *testing.B) {
 func BenchmarkSimulate100kNodes1MEdges(b *testing.B) {
 	for _, capital := range []float64{0.041, 0.02} {
 		b.Run(fmt.Sprintf("capital=%g", capital), func(b *testing.B) {
+			if capital == 0.02 && testing.Short() {
+				b.Skip("-short (CI): 2,000 runs through a million edges each take 16–28 s; capital=0.041 runs the same code")
+			}
 			in := benchInput(100_000, 9.9, 1000)
 			for i := range in.Network.Nodes {
 				in.Network.Nodes[i].Capital = ptr(capital)

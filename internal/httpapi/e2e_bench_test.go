@@ -112,6 +112,9 @@ func BenchmarkCascadeThreshold1k(b *testing.B) {
 // POST with async answers 202, a runner completes the simulation, and the
 // cascade.simulation_completed event is stored. One op is the whole round, 202 to event.
 func BenchmarkCascadeAsync100kNodes(b *testing.B) {
+	if testing.Short() {
+		b.Skip("-short (CI): the 100,000-node round takes 8–28 s; the background path is tested by TestCascadeAsyncSimulation and the fault scenarios")
+	}
 	bb, acct, key := benchServer(b)
 	in, _ := cascade.Generate(cascade.ScenarioFragileNetwork, 2, cascade.GenParams{Nodes: 100_000, MeanDegree: 3, Simulations: 100})
 	in.Async = true
