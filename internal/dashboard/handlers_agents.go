@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"html/template"
@@ -123,16 +122,7 @@ func (h *Handler) handleAgent() signedInHandler {
 
 // decodeStoredEvents decodes stored events' payloads, joined as one array (one decode).
 func decodeStoredEvents(stored []store.DriftEvent) ([]drift.Event, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, ev := range stored {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(ev.Payload)
-	}
-	buf.WriteByte(']')
 	var events []drift.Event
-	err := json.Unmarshal(buf.Bytes(), &events)
+	err := json.Unmarshal(store.DriftEventsJSON(stored), &events)
 	return events, err
 }

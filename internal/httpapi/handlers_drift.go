@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"time"
@@ -190,19 +189,8 @@ func (s *Server) storedDriftEvents(r *http.Request, req *analyzeDriftRequest) ([
 		return nil, invalidField("window", "object (a window holding 20-100000 stored events)", "object",
 			"Agent %s has more than %d %s, the most one analysis takes; narrow the window (from, to).", req.AgentID, drift.MaxEvents, inWindow)
 	}
-	// One decode of the payloads joined into an array is much cheaper than one per event.
-	var buf bytes.Buffer
-	buf.Grow(len(stored) * (len(stored[0].Payload) + 1))
-	buf.WriteByte('[')
-	for i, ev := range stored {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(ev.Payload)
-	}
-	buf.WriteByte(']')
 	var events []drift.Event
-	if err := json.Unmarshal(buf.Bytes(), &events); err != nil {
+	if err := json.Unmarshal(store.DriftEventsJSON(stored), &events); err != nil {
 		return nil, fmtInternal(r.Context(), "decode stored drift events", err)
 	}
 	return events, nil

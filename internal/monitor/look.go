@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -152,16 +151,7 @@ func lookInput(m store.DriftMonitor, stored []store.DriftEvent) (drift.Input, er
 		}
 		in.Baseline = &b
 	}
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, ev := range stored {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(ev.Payload)
-	}
-	buf.WriteByte(']')
-	if err := json.Unmarshal(buf.Bytes(), &in.Events); err != nil {
+	if err := json.Unmarshal(store.DriftEventsJSON(stored), &in.Events); err != nil {
 		return drift.Input{}, fmt.Errorf("decode stored drift events: %w", err)
 	}
 	return in, nil

@@ -196,13 +196,17 @@ func openWriter(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite open writer %s: %w", path, err)
 	}
+	oneConnection(db)
+	return db, nil
+}
+
+// oneConnection keeps db to one connection for the life of the store: reopening costs a
+// file open and the pragmas, and an idle connection holds no lock.
+func oneConnection(db *sql.DB) {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
-	// Keep the one connection for the life of the store: reopening costs a file open and the
-	// pragmas, and an idle writer holds no lock.
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	return db, nil
 }
 
 // checkpointEvery is how often the checkpointer copies the write-ahead log into the
@@ -236,10 +240,7 @@ func openCheckpointer(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite open checkpointer %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
+	oneConnection(db)
 	return db, nil
 }
 

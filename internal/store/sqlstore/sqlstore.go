@@ -91,6 +91,7 @@ type Store struct {
 	}
 	// background is the work Go started, stopped by Close before the pools close.
 	background struct {
+		ctx      context.Context
 		stop     context.CancelFunc
 		done     sync.WaitGroup
 		cleanups []func() error
@@ -145,21 +146,20 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Go runs fn beside the store until Close, which cancels fn's context, waits for it to
 // return and then calls cleanup (when set) before closing the pools: work the database needs
-// done in the background, such as SQLite's checkpoints.
+// done in the background, such as SQLite's checkpoints. Call it before the store is shared.
 func (s *Store) Go(fn func(ctx context.Context), cleanup func() error) {
 	if s.background.stop == nil {
-		s.background.stop = func() {}
+		var ctx context.Context
+		ctx, s.background.stop = context.WithCancel(context.Background())
+		s.background.ctx = ctx
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	prev := s.background.stop
-	s.background.stop = func() { prev(); cancel() }
 	if cleanup != nil {
 		s.background.cleanups = append(s.background.cleanups, cleanup)
 	}
 	s.background.done.Add(1)
 	go func() {
 		defer s.background.done.Done()
-		fn(ctx)
+		fn(s.background.ctx)
 	}()
 }
 
