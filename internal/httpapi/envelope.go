@@ -9,6 +9,7 @@ import (
 
 	"riskapi/internal/mcptools"
 	"riskapi/internal/resource"
+	"riskapi/internal/store"
 
 	"github.com/go-json-experiment/json"
 )
@@ -129,12 +130,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // fmtInternal logs an unexpected error with the request id and returns the opaque 500. Once
 // the request's context has ended, the failure is the context's: apiError's 503, not logged;
-// while the store is unreachable, the outage's: 503 with Retry-After, logged as a warning.
+// when the error says the store could not be reached (store.Unreachable), or the store does
+// not answer a ping now, the outage's: 503 with Retry-After, logged as a warning. The error
+// is asked first: a call that failed just before the store came back pings fine afterwards.
 func fmtInternal(ctx context.Context, what string, err error) *Error {
 	if ctx.Err() != nil {
 		return apiError(ctx, err) // the client left or the server is stopping: 503, not a fault
 	}
-	if info := requestInfoFrom(ctx); info.storeDown != nil && info.storeDown(ctx) {
+	if info := requestInfoFrom(ctx); store.Unreachable(err) || info.storeDown != nil && info.storeDown(ctx) {
 		// A store outage cut the work short (a connection dropped mid-transaction): the
 		// documented 503, not a fault of the service's.
 		info.log.WarnContext(ctx, "store unreachable", "what", what, "err", err)

@@ -3,7 +3,11 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"syscall"
 	"testing"
 )
 
@@ -37,5 +41,21 @@ func TestFailuresDuringAStoreOutageAre503(t *testing.T) {
 	down = false
 	if got := apiError(ctx, errors.New("conn closed")); got.Code != CodeInternal {
 		t.Fatalf("with the store up: %s, want %s", got.Code, CodeInternal)
+	}
+}
+
+// TestOutageErrorsAre503AfterTheStoreCameBack: an error that itself says the store could not
+// be reached is the outage's 503 even when the store answers the ping that follows, as it does
+// for a call that failed in the last moment of an outage (the race the database-outage fault
+// scenario hit once in 2,414 requests).
+func TestOutageErrorsAre503AfterTheStoreCameBack(t *testing.T) {
+	info := &requestInfo{log: slog.New(slog.DiscardHandler), storeDown: func(context.Context) bool { return false }}
+	ctx := withRequestInfo(context.Background(), info)
+	refused := fmt.Errorf("store: insert analysis: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+	for _, err := range []error{refused, fmt.Errorf("read: %w", io.ErrUnexpectedEOF)} {
+		got := apiError(ctx, err)
+		if got.Code != CodeServiceUnavailable || got.retryAfter != 1 {
+			t.Errorf("%v: %s (Retry-After %d), want 503 with Retry-After 1", err, got.Code, got.retryAfter)
+		}
 	}
 }
