@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -61,18 +63,35 @@ func BenchmarkDriftIngest(b *testing.B) {
 			return st
 		}},
 	}
+	// The ids' shape decides the cost of the unique index on (agent, event id): ids that grow
+	// with time (ULIDs, UUIDv7, counters) append to it, random ones (UUIDv4, a trace id a span)
+	// land anywhere in it and each dirties a page of its own; spans of one trace share their
+	// trace id and land together.
+	runs := []struct {
+		name, path, contentType, want string
+		bodies                        func(*testing.B) ingestBodies
+	}{
+		{"events/ordered_ids", "/v1/drift/events", "application/json", `"accepted":1000`,
+			func(b *testing.B) ingestBodies { return eventsBodies(b, orderedIDs) }},
+		{"events/random_ids", "/v1/drift/events", "application/json", `"accepted":1000`,
+			func(b *testing.B) ingestBodies { return eventsBodies(b, mix64) }},
+		{"traces/20_spans_a_trace", tracesPath, "application/x-protobuf", "",
+			func(b *testing.B) ingestBodies { return tracesBodies(b, 20) }},
+		{"traces/1_span_a_trace", tracesPath, "application/x-protobuf", "",
+			func(b *testing.B) ingestBodies { return tracesBodies(b, 1) }},
+	}
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) {
-			s := st.open(b)
-			b.Cleanup(func() { s.Close() })
-			bb := setupOn(b, s, benchConfig, nil)
-			acct, key := bb.newAccount(store.PlanEnterprise, nil)
-			events := &ingestRun{bb: bb, account: acct.ID, key: key, path: "/v1/drift/events", contentType: "application/json",
-				agent: "bench_event_", bodies: eventsBodies(b), want: `"accepted":1000`}
-			b.Run("events", events.loop)
-			traces := &ingestRun{bb: bb, account: acct.ID, key: key, path: tracesPath, contentType: "application/x-protobuf",
-				agent: "bench_trace_", bodies: tracesBodies(b), want: ""}
-			b.Run("traces", traces.loop)
+			for _, run := range runs {
+				// Each run on a store of its own, so one's history does not weigh on another.
+				s := st.open(b)
+				b.Cleanup(func() { s.Close() })
+				bb := setupOn(b, s, benchConfig, nil)
+				acct, key := bb.newAccount(store.PlanEnterprise, nil)
+				r := &ingestRun{bb: bb, account: acct.ID, key: key, path: run.path, contentType: run.contentType,
+					agent: "bench_agent_", bodies: run.bodies(b), want: run.want}
+				b.Run(run.name, r.loop)
+			}
 		})
 	}
 }
@@ -154,41 +173,89 @@ func (r *ingestRun) loop(b *testing.B) {
 const ingestAgent = "bench_agent_NN"
 
 // ingestPrefix is the 16 characters that open every event id of a body template; each
-// request replaces it with its own, so every request's events are new.
+// request writes 16 hex digits of its own over each event's: the event's number (ordered ids)
+// or a random-looking function of it (random ids).
 const ingestPrefix = "XXXXXXXXXXXXXXXX"
 
+// ingestDate is the day of every event of a JSON body template (the events are a second
+// apart, within the day); request r's events are r days later, so each agent's history
+// advances in time as a live agent's does.
+const ingestDate = "2026-01-05"
+
+// ingestDay is the shift between consecutive requests' events.
+const ingestDay = 24 * time.Hour
+
 // eventsBodies returns POST /v1/drift/events bodies of 1,000 generated events (a shadow
-// principal scenario: actions, values, beneficiaries) whose ids are
-// <16 hex digits of client and request>-<index>.
-func eventsBodies(b *testing.B) ingestBodies {
+// principal scenario: actions, values, beneficiaries) whose ids are <16 hex digits of
+// id(event number)>-<index> and whose timestamps advance a day a request.
+func eventsBodies(b *testing.B, id func(uint64) uint64) ingestBodies {
 	in, _ := drift.Generate(drift.ScenarioShadow, 1, drift.GenParams{Events: ingestBatch})
 	if len(in.Events) != ingestBatch {
 		b.Fatalf("generated %d events, want %d", len(in.Events), ingestBatch)
 	}
+	day, err := time.Parse(time.DateOnly, ingestDate)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for i := range in.Events {
 		in.Events[i].ID = fmt.Sprintf("%s-%04d", ingestPrefix, i)
+		in.Events[i].Timestamp = day.Add(time.Duration(i) * time.Second)
 	}
-	t := newBodyTemplate([]byte(driftBody(b, ingestAgent, in.Events, "")), []byte(ingestPrefix))
+	t := newBodyTemplate([]byte(driftBody(b, ingestAgent, in.Events, "")))
+	ids, dates := t.find([]byte(ingestPrefix)), t.find([]byte(ingestDate))
+	if len(ids) != ingestBatch || len(dates) != ingestBatch {
+		b.Fatalf("template: %d ids and %d dates, want %d of each", len(ids), len(dates), ingestBatch)
+	}
 	return func(agent string, request int64) []byte {
-		return t.body(agent, fmt.Appendf(nil, "%016x", request))
+		body := t.body(agent)
+		for i, at := range ids {
+			hex.Encode(body[at:at+16], binary.BigEndian.AppendUint64(nil, id(uint64(request)*ingestBatch+uint64(i))))
+		}
+		date := day.Add(time.Duration(request) * ingestDay).AppendFormat(nil, time.DateOnly)
+		if len(date) != len(ingestDate) {
+			b.Fatalf("request %d: date %s", request, date)
+		}
+		for _, at := range dates {
+			copy(body[at:], date)
+		}
+		return body
 	}
 }
 
-// ingestTraceMarker is the trace id of a trace template's spans; each request replaces it
-// with its own, so every span's event id, <trace_id>:<span_id>, is new.
+// orderedIDs numbers the events in the order they are sent.
+func orderedIDs(n uint64) uint64 { return n }
+
+// mix64 is SplitMix64's finaliser: distinct inputs give distinct, evenly spread outputs.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// ingestTraceMarker is the trace id of a trace template's spans; each request writes random
+// trace ids over them, one for every spansPerTrace spans, so every span's event id,
+// <trace_id>:<span_id>, is new.
 var ingestTraceMarker = []byte("\xfe\xed\xfa\xce\xca\xfe\xbe\xef\xfe\xed\xfa\xce\xca\xfe\xbe\xef")
+
+// ingestTraceStart is the start time of a trace template's first span (its spans start 1 ms
+// apart); each request shifts every span's and span event's times by ingestDay a request.
+const ingestTraceStart = 1795343430_000000000
 
 // tracesBodies returns OTLP protobuf exports of 1,000 execute_tool spans of one agent as an
 // instrumented agent sends them: GenAI attributes, a principal value, a beneficiary span
-// event, and resource attributes.
-func tracesBodies(b *testing.B) ingestBodies {
+// event, and resource attributes; every spansPerTrace consecutive spans share a random trace id.
+func tracesBodies(b *testing.B, spansPerTrace int) ingestBodies {
 	spans := make([]*tracepb.Span, ingestBatch)
+	times := map[uint64]bool{} // every time in the template, to find in its bytes
 	for i := range spans {
+		start := uint64(ingestTraceStart + i*1_000_000)
+		times[start], times[start+400_000] = true, true
 		spans[i] = &tracepb.Span{
 			TraceId: ingestTraceMarker, SpanId: binary.BigEndian.AppendUint64(nil, uint64(i+1)),
 			Name: "execute_tool search_flights", Kind: tracepb.Span_SPAN_KIND_INTERNAL,
-			StartTimeUnixNano: 1795343430_000000000 + uint64(i)*1_000_000,
-			EndTimeUnixNano:   1795343430_000000000 + uint64(i)*1_000_000 + 400_000,
+			StartTimeUnixNano: start,
+			EndTimeUnixNano:   start + 400_000,
 			Attributes: []*commonpb.KeyValue{
 				otlpString("gen_ai.operation.name", "execute_tool"),
 				otlpString("gen_ai.agent.id", ingestAgent),
@@ -197,7 +264,7 @@ func tracesBodies(b *testing.B) ingestBodies {
 				otlpString("gen_ai.request.model", "gpt-4.1"),
 				{Key: "riskapi.principal_value", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 100 + float64(i%17)}}},
 			},
-			Events: []*tracepb.Span_Event{{Name: "riskapi.beneficiary", TimeUnixNano: 1795343430_000000000 + uint64(i)*1_000_000,
+			Events: []*tracepb.Span_Event{{Name: "riskapi.beneficiary", TimeUnixNano: start,
 				Attributes: []*commonpb.KeyValue{otlpString("riskapi.party", "airline"),
 					{Key: "riskapi.value", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 12.5}}}}}},
 		}
@@ -210,45 +277,67 @@ func tracesBodies(b *testing.B) ingestBodies {
 	if err != nil {
 		b.Fatal(err)
 	}
-	t := newBodyTemplate(template, ingestTraceMarker)
+	t := newBodyTemplate(template)
+	traces := t.find(ingestTraceMarker)
+	// The times are fixed64 fields, 8 little-endian bytes each; three a span.
+	var stamps []int
+	for at := 0; at+8 <= len(template); at++ {
+		if times[binary.LittleEndian.Uint64(template[at:])] {
+			stamps = append(stamps, at)
+			at += 7
+		}
+	}
+	if len(traces) != ingestBatch || len(stamps) != 3*ingestBatch {
+		b.Fatalf("template: %d trace ids and %d times, want %d and %d", len(traces), len(stamps), ingestBatch, 3*ingestBatch)
+	}
 	return func(agent string, request int64) []byte {
-		return t.body(agent, binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 0x7269736b), uint64(request)))
+		body := t.body(agent)
+		for i, at := range traces {
+			n := uint64(request)*ingestBatch + uint64(i/spansPerTrace)
+			binary.BigEndian.PutUint64(body[at:], mix64(n))
+			binary.BigEndian.PutUint64(body[at+8:], mix64(^n))
+		}
+		shift := uint64(request) * uint64(ingestDay)
+		for _, at := range stamps {
+			binary.LittleEndian.PutUint64(body[at:], binary.LittleEndian.Uint64(template[at:])+shift)
+		}
+		return body
 	}
 }
 
-// bodyTemplate is a body whose agent id (ingestAgent) and marker occur at known offsets, so
-// that a request's body is a copy with its own agent and marker written over them: the
+// bodyTemplate is a body whose agent id (ingestAgent) and other markers occur at known
+// offsets, so that a request's body is a copy with its own values written over them: the
 // clients share the process, and the cores, with the server they measure, and searching each
 // 300 kB body for the markers took a tenth of the process's CPU.
 type bodyTemplate struct {
-	raw             []byte
-	agents, markers []int
+	raw    []byte
+	agents []int
 }
 
-func newBodyTemplate(raw, marker []byte) bodyTemplate {
-	offsets := func(sub []byte) []int {
-		var at []int
-		for i := 0; ; {
-			j := bytes.Index(raw[i:], sub)
-			if j < 0 {
-				return at
-			}
-			at = append(at, i+j)
-			i += j + len(sub)
+func newBodyTemplate(raw []byte) bodyTemplate {
+	t := bodyTemplate{raw: raw}
+	t.agents = t.find([]byte(ingestAgent))
+	return t
+}
+
+// find returns the offsets of every occurrence of sub in the template.
+func (t bodyTemplate) find(sub []byte) []int {
+	var at []int
+	for i := 0; ; {
+		j := bytes.Index(t.raw[i:], sub)
+		if j < 0 {
+			return at
 		}
+		at = append(at, i+j)
+		i += j + len(sub)
 	}
-	return bodyTemplate{raw: raw, agents: offsets([]byte(ingestAgent)), markers: offsets(marker)}
 }
 
-// body is the template with agent (as long as ingestAgent) and marker (as long as the
-// template's) written in.
-func (t bodyTemplate) body(agent string, marker []byte) []byte {
+// body is a copy of the template with agent (as long as ingestAgent) written in.
+func (t bodyTemplate) body(agent string) []byte {
 	body := bytes.Clone(t.raw)
 	for _, at := range t.agents {
 		copy(body[at:], agent)
-	}
-	for _, at := range t.markers {
-		copy(body[at:], marker)
 	}
 	return body
 }
