@@ -211,7 +211,7 @@ func eventsBodies(b *testing.B, id func(uint64) uint64) ingestBodies {
 		for i, at := range ids {
 			hex.Encode(body[at:at+16], binary.BigEndian.AppendUint64(nil, id(uint64(request)*ingestBatch+uint64(i))))
 		}
-		date := day.Add(time.Duration(request) * ingestDay).AppendFormat(nil, time.DateOnly)
+		date := day.Add(time.Duration(request)*ingestDay).AppendFormat(nil, time.DateOnly)
 		if len(date) != len(ingestDate) {
 			b.Fatalf("request %d: date %s", request, date)
 		}
