@@ -113,6 +113,9 @@ func BenchmarkThresholdMonteCarlo1kNodes10kEdges10kRuns(b *testing.B) {
 // straightforward implementation (nodes in a map of structs, maps of losses and failures
 // allocated per run, one goroutine).
 func BenchmarkThresholdNaive1kNodes10kEdges10kRuns(b *testing.B) {
+	if testing.Short() {
+		b.Skip("-short (CI): the naive loop takes 8–16 s; TestThresholdMatchesNaive runs its code")
+	}
 	in := benchInput(1000, 10, 10_000)
 	banks := newNaiveBanks(in)
 	b.ReportAllocs()
@@ -129,8 +132,8 @@ func BenchmarkThresholdScaling(b *testing.B) {
 			if edges == 1_000_000 && runs == 10_000 {
 				continue // ≈ 10¹⁰ edge visits; the trend is clear without it
 			}
-			if edges == 1_000_000 && testing.Short() {
-				continue // -short (CI): 10⁹ edge visits, 6–11 s; the smaller sizes run the same code
+			if (edges == 1_000_000 || edges == 100_000 && runs == 10_000) && testing.Short() {
+				continue // -short (CI): 10⁹ edge visits, 6–11 s each; the smaller sizes run the same code
 			}
 			b.Run(fmt.Sprintf("edges=%d/runs=%d", edges, runs), func(b *testing.B) {
 				in := benchInput(edges/10, 9.9, runs)
