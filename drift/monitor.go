@@ -46,7 +46,7 @@ func MonitorLookLevel(sensitivity, spent float64, n, minEvents int) float64 {
 
 // MonitorState is what a monitor keeps from one look to the next.
 type MonitorState struct {
-	// EventsSeen is how many events the last look analysed; Spent the level the looks so far
+	// EventsSeen is how many events the agent had at the last look; Spent the level the looks so far
 	// have spent (the sum of their levels).
 	EventsSeen int
 	Spent      float64
@@ -55,14 +55,19 @@ type MonitorState struct {
 	Detected []string
 }
 
-// MonitorLook is one look of a monitor: Analyze of in (the agent's events so far, with the
+// MonitorLook is one look of a monitor: Analyze of in (the agent's events, with the
 // monitor's principal and baseline) at the look's level MonitorLookLevel(sensitivity,
-// st.Spent, len(in.Events), minEvents), which replaces in.Sensitivity. It returns the
-// analysis, the state after the look, and the detected parties that alert: those the
-// previous look did not detect, in the analysis's order. When no level is left the look
-// still analyses (at the smallest positive level, where nothing is detected).
-func MonitorLook(ctx context.Context, in Input, st MonitorState, sensitivity float64, minEvents int) (Analysis, MonitorState, []ShadowPrincipal, error) {
-	level := MonitorLookLevel(sensitivity, st.Spent, len(in.Events), minEvents)
+// st.Spent, total, minEvents), which replaces in.Sensitivity. total is how many events the
+// agent has: len(in.Events) when the look analyses all of them, more when its history is
+// longer than one analysis takes and in holds part of it (the newest events). The union bound
+// over looks holds for any events a look analyses, as long as the choice does not depend on
+// their content. It returns the analysis, the state after the look (EventsSeen = total), and
+// the detected parties that alert: those the previous look did not detect, in the analysis's
+// order. When no level is left the look still analyses (at the smallest positive level, where
+// nothing is detected).
+func MonitorLook(ctx context.Context, in Input, total int, st MonitorState, sensitivity float64, minEvents int) (Analysis, MonitorState, []ShadowPrincipal, error) {
+	total = max(total, len(in.Events))
+	level := MonitorLookLevel(sensitivity, st.Spent, total, minEvents)
 	at := level
 	if at == 0 {
 		at = math.SmallestNonzeroFloat64
@@ -72,7 +77,7 @@ func MonitorLook(ctx context.Context, in Input, st MonitorState, sensitivity flo
 	if err != nil {
 		return Analysis{}, st, nil, err
 	}
-	next := MonitorState{EventsSeen: len(in.Events), Spent: st.Spent + level}
+	next := MonitorState{EventsSeen: total, Spent: st.Spent + level}
 	var alerts []ShadowPrincipal
 	for _, sp := range a.ShadowPrincipals {
 		next.Detected = append(next.Detected, sp.Party)

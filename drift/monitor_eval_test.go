@@ -111,7 +111,7 @@ func runMonitorStream(ctx context.Context, c monitorCase) (monitorOutcome, error
 	for n := start; n <= len(in.Events); n += monitorEvery {
 		look := in
 		look.Events = in.Events[:n]
-		_, next, alerts, err := MonitorLook(ctx, look, st, c.sensitivity, monitorMinEvents)
+		_, next, alerts, err := MonitorLook(ctx, look, len(look.Events), st, c.sensitivity, monitorMinEvents)
 		if err != nil {
 			return o, fmt.Errorf("%s seed %d at %d events: %w", c.scenario, c.seed, n, err)
 		}

@@ -46,7 +46,7 @@ func TestMonitorLookAlertsOncePerDetection(t *testing.T) {
 	for _, n := range []int{600, 1200, 2000, 2500, 3000} {
 		look := in
 		look.Events = in.Events[:n]
-		a, next, alerts, err := MonitorLook(context.Background(), look, st, 0.01, 200)
+		a, next, alerts, err := MonitorLook(context.Background(), look, len(look.Events), st, 0.01, 200)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,7 @@ type LookStore interface {
 	BackgroundDriftMonitor(ctx context.Context, id string) (store.DriftMonitor, error)
 	CountDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string) (int64, error)
 	DriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, from, to *time.Time, limit int) ([]store.DriftEvent, error)
+	LatestDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, limit int) ([]store.DriftEvent, error)
 	RecordDriftMonitorLook(ctx context.Context, m store.DriftMonitor, prevLooks int, a store.Analysis, ev *store.Event) error
 }
 
@@ -80,23 +81,20 @@ func (l *Looker) Look(ctx context.Context, monitorID string) (more bool, err err
 	if total <= m.EventsSeen || total < int64(m.MinEvents) {
 		return false, nil
 	}
-	stored, err := l.Store.DriftEvents(ctx, m.AccountID, m.Mode, m.AgentID, nil, nil, drift.MaxEvents+1)
+	in, err := lookInput(m)
 	if err != nil {
 		return false, err
 	}
-	if len(stored) > drift.MaxEvents {
-		// One analysis takes at most 100,000 events; a longer history is not looked at
-		// (docs/methods/drift.md §11, limits).
-		l.Logger.Warn("drift monitor: agent has more events than one analysis takes", "monitor_id", m.ID, "events", total)
-		return false, nil
-	}
-	in, err := lookInput(m, stored)
+	stored, err := l.lookEvents(ctx, m, in.Baseline, total)
 	if err != nil {
 		return false, err
+	}
+	if err := json.Unmarshal(store.DriftEventsJSON(stored), &in.Events); err != nil {
+		return false, fmt.Errorf("decode stored drift events: %w", err)
 	}
 	now := l.Now().UTC().Truncate(time.Millisecond)
 	st := drift.MonitorState{EventsSeen: int(m.EventsSeen), Spent: m.Spent, Detected: m.Detected}
-	a, next, alerts, err := drift.MonitorLook(ctx, in, st, m.Sensitivity, m.MinEvents)
+	a, next, alerts, err := drift.MonitorLook(ctx, in, int(total), st, m.Sensitivity, m.MinEvents)
 	var invalid *engine.InputError
 	if errors.As(err, &invalid) {
 		// The stored events or the monitor's baseline cannot be analysed (a baseline.until
@@ -138,7 +136,45 @@ func (l *Looker) Look(ctx context.Context, monitorID string) (more bool, err err
 
 // lookInput is the analysis input of a look: the monitor's principal and baseline, the
 // agent's stored events (decoded as one array: much cheaper than one decode per event).
-func lookInput(m store.DriftMonitor, stored []store.DriftEvent) (drift.Input, error) {
+// baselineShare is the part of a look's events that the baseline period of a monitor with
+// baseline.until may take when the agent has more events than one analysis takes: the
+// default baseline's 30 %.
+const baselineShare = drift.MaxEvents * 3 / 10
+
+// lookEvents reads the events a look analyses: all the agent's events while they fit one
+// analysis (drift.MaxEvents), else the newest drift.MaxEvents. For a monitor whose baseline is
+// the events before baseline.until, a longer history is the first events before until (at
+// most baselineShare) followed by the newest events from until on, so the look still has its
+// baseline. Which events are read depends only on counts and timestamps, never on their
+// content, so each look stays a test at its level (docs/methods/drift.md §11.3).
+func (l *Looker) lookEvents(ctx context.Context, m store.DriftMonitor, baseline *drift.Baseline, total int64) ([]store.DriftEvent, error) {
+	if total <= drift.MaxEvents {
+		return l.Store.DriftEvents(ctx, m.AccountID, m.Mode, m.AgentID, nil, nil, drift.MaxEvents)
+	}
+	if baseline == nil || baseline.Until == nil {
+		return l.Store.LatestDriftEvents(ctx, m.AccountID, m.Mode, m.AgentID, drift.MaxEvents)
+	}
+	before, err := l.Store.DriftEvents(ctx, m.AccountID, m.Mode, m.AgentID, nil, baseline.Until, baselineShare)
+	if err != nil {
+		return nil, err
+	}
+	latest, err := l.Store.LatestDriftEvents(ctx, m.AccountID, m.Mode, m.AgentID, drift.MaxEvents-len(before))
+	if err != nil {
+		return nil, err
+	}
+	// The newest events from until on; those before it that came late are in the baseline
+	// part or, past its share, left out.
+	for _, ev := range latest {
+		if !ev.Timestamp.Before(*baseline.Until) {
+			before = append(before, ev)
+		}
+	}
+	return before, nil
+}
+
+// lookInput is the analysis input of a look without its events: the monitor's agent,
+// principal and baseline.
+func lookInput(m store.DriftMonitor) (drift.Input, error) {
 	in := drift.Input{AgentID: m.AgentID}
 	if m.PrincipalID != "" {
 		p := m.PrincipalID
@@ -150,9 +186,6 @@ func lookInput(m store.DriftMonitor, stored []store.DriftEvent) (drift.Input, er
 			return drift.Input{}, fmt.Errorf("monitor %s baseline: %w", m.ID, err)
 		}
 		in.Baseline = &b
-	}
-	if err := json.Unmarshal(store.DriftEventsJSON(stored), &in.Events); err != nil {
-		return drift.Input{}, fmt.Errorf("decode stored drift events: %w", err)
 	}
 	return in, nil
 }

@@ -88,6 +88,10 @@ type DriftEventStore interface {
 	// from <= Timestamp < to when from or to is not nil. The caller asks for one more than it
 	// accepts to learn that there are too many.
 	DriftEvents(ctx context.Context, accountID string, mode Mode, agentID string, from, to *time.Time, limit int) ([]DriftEvent, error)
+	// LatestDriftEvents returns the agent's newest limit events (the last stored), in
+	// insertion order: a monitor's look at an agent whose history is longer than one analysis
+	// takes.
+	LatestDriftEvents(ctx context.Context, accountID string, mode Mode, agentID string, limit int) ([]DriftEvent, error)
 	// CountDriftEvents returns how many events the agent has stored, in any window.
 	CountDriftEvents(ctx context.Context, accountID string, mode Mode, agentID string) (int64, error)
 }

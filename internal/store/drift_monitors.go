@@ -30,8 +30,8 @@ type DriftMonitor struct {
 	Description string
 	Status      string // MonitorActive or MonitorPaused
 
-	// EventsSeen is how many of the agent's events the last look analysed (0 before the
-	// first); Looks counts the looks; Spent is the sum of the levels the looks so far have
+	// EventsSeen is how many events the agent had at the last look (0 before the first; a
+	// look of a history longer than one analysis analyses the newest of them); Looks counts the looks; Spent is the sum of the levels the looks so far have
 	// run at (the alpha-spending rule, docs/methods/drift.md §11).
 	EventsSeen      int64
 	Looks           int

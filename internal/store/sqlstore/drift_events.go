@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -189,6 +190,21 @@ func (s *Store) DriftEvents(ctx context.Context, accountID string, mode store.Mo
 	}
 	query += ` ORDER BY e.seq LIMIT ?`
 	args = append(args, limit)
+	return s.scanDriftEvents(ctx, agentID, query, args)
+}
+
+// LatestDriftEvents returns the agent's newest limit events in insertion order: read newest
+// first along the (agent, seq) index, then reversed.
+func (s *Store) LatestDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, limit int) ([]store.DriftEvent, error) {
+	out, err := s.scanDriftEvents(ctx, agentID, `SELECT e.event_id, e.ts, e.payload FROM drift_agents a JOIN drift_events e ON e.agent = a.id
+		WHERE a.account_id = ? AND a.mode = ? AND a.agent_id = ? ORDER BY e.seq DESC LIMIT ?`,
+		[]any{accountID, string(mode), agentID, limit})
+	slices.Reverse(out)
+	return out, err
+}
+
+// scanDriftEvents runs a query of (event_id, ts, payload) rows.
+func (s *Store) scanDriftEvents(ctx context.Context, agentID, query string, args []any) ([]store.DriftEvent, error) {
 	rows, err := s.reader.QueryContext(ctx, s.rebind(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store drift events of %s: %w", agentID, err)

@@ -217,6 +217,27 @@ func testDriftEvents(t *testing.T, s store.Store) {
 	if got, want := list(&from, &to, 100), []string{"e1@3", "@2", "@2"}; !slices.Equal(got, want) {
 		t.Errorf("DriftEvents [2, 4) = %v, want %v (from inclusive, to exclusive)", got, want)
 	}
+	latest := func(limit int) []string {
+		t.Helper()
+		evs, err := s.LatestDriftEvents(ctx, acct, store.ModeLive, "agent_7", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ev := range evs {
+			out = append(out, fmt.Sprintf("%s@%d", ev.EventID, ev.Timestamp.Sub(t0)/time.Minute))
+		}
+		return out
+	}
+	if got, want := latest(3), []string{"@2", "@2", "e3@4"}; !slices.Equal(got, want) {
+		t.Errorf("LatestDriftEvents(3) = %v, want %v (the newest, in insertion order)", got, want)
+	}
+	if got, want := latest(100), []string{"e1@3", "e2@1", "@2", "@2", "e3@4"}; !slices.Equal(got, want) {
+		t.Errorf("LatestDriftEvents(100) = %v, want %v", got, want)
+	}
+	if evs, err := s.LatestDriftEvents(ctx, acct, store.ModeLive, "agent_unknown", 10); err != nil || len(evs) != 0 {
+		t.Errorf("LatestDriftEvents(unknown agent) = %v, %v; want none", evs, err)
+	}
 	if n, err := s.CountDriftEvents(ctx, acct, store.ModeLive, "agent_7"); err != nil || n != 5 {
 		t.Errorf("CountDriftEvents = %d, %v; want 5", n, err)
 	}
