@@ -63,7 +63,7 @@ type Store interface {
 	ListSimulations(ctx context.Context, accountID string, mode store.Mode, q store.PageQuery) (store.Page[store.Simulation], error)
 
 	// An agent's timeline (Drift): its stored events, its monitor and the looks' analyses.
-	DriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, from, to *time.Time, limit int) ([]store.DriftEvent, error)
+	LatestDriftEvents(ctx context.Context, accountID string, mode store.Mode, agentID string, limit int) ([]store.DriftEvent, error)
 	DriftMonitorOfAgent(ctx context.Context, accountID string, mode store.Mode, agentID string) (store.DriftMonitor, error)
 	Analysis(ctx context.Context, accountID string, mode store.Mode, product, id string) (store.Analysis, error)
 }

@@ -44,7 +44,9 @@ func (h *Handler) handleAgent() signedInHandler {
 			h.renderError(w, r, http.StatusNotFound, "No such agent.")
 			return
 		}
-		stored, err := h.cfg.Store.DriftEvents(ctx, v.account.ID, v.mode, agent, nil, nil, drift.MaxEvents+1)
+		// The newest 100,000 events of a longer history: those its monitor looks at
+		// (internal/monitor), where its recent alerts and change points are.
+		stored, err := h.cfg.Store.LatestDriftEvents(ctx, v.account.ID, v.mode, agent, drift.MaxEvents+1)
 		if err != nil {
 			h.cfg.Logger.Error("dashboard: agent events", "err", err)
 			h.renderError(w, r, http.StatusServiceUnavailable, "The agent's events cannot be read right now. Try again.")
@@ -52,7 +54,7 @@ func (h *Handler) handleAgent() signedInHandler {
 		}
 		data := agentData{AgentID: agent}
 		if len(stored) > drift.MaxEvents {
-			stored, data.Truncated = stored[:drift.MaxEvents], true
+			stored, data.Truncated = stored[1:], true
 		}
 		mon, err := h.cfg.Store.DriftMonitorOfAgent(ctx, v.account.ID, v.mode, agent)
 		hasMonitor := err == nil
