@@ -58,6 +58,13 @@ type Dialect struct {
 	// SKIP LOCKED) to the selects of its write transactions (PostgreSQL). SQLite has no such
 	// clauses and needs none: its single writer excludes every other writer.
 	RowLocks bool
+	// RelaxedCommit, when set, is the statement that makes a transaction commit without
+	// waiting for its log to reach the disk (PostgreSQL: SET LOCAL synchronous_commit TO
+	// OFF). The store runs it only in the transactions that record delivery attempts, whose
+	// loss in a database crash means a delivery sent again (see RecordAttempt); never where
+	// a crash would lose what a client was told is stored. Leave it empty where a commit is
+	// already cheap (SQLite's write-ahead log in synchronous=NORMAL mode).
+	RelaxedCommit string
 	// Scrub, when set, runs through the writer after RotateWebhookSecrets has rewritten
 	// secrets, and removes the old forms of rewritten rows from the database files where the
 	// database allows it; it reports whether it could (SQLite: checkpoint and truncate the
