@@ -58,9 +58,11 @@ type Dialect struct {
 	// SKIP LOCKED) to the selects of its write transactions (PostgreSQL). SQLite has no such
 	// clauses and needs none: its single writer excludes every other writer.
 	RowLocks bool
-	// RelaxedCommit, when set, is the statement that makes a transaction commit without
-	// waiting for its log to reach the disk (PostgreSQL: SET LOCAL synchronous_commit TO
-	// OFF). The store runs it only in the transactions that record delivery attempts, whose
+	// RelaxedCommit, when set, is an SQL expression that, evaluated in a transaction, makes
+	// it commit without waiting for its log to reach the disk (PostgreSQL:
+	// set_config('synchronous_commit', 'off', true), SET LOCAL as a function, so that it
+	// rides on a query the transaction makes anyway rather than costing a round trip of its
+	// own). The store evaluates it only in the transactions that record delivery attempts, whose
 	// loss in a database crash means a delivery sent again (see RecordAttempt); never where
 	// a crash would lose what a client was told is stored. Leave it empty where a commit is
 	// already cheap (SQLite's write-ahead log in synchronous=NORMAL mode).
