@@ -159,13 +159,23 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimPolicy, now ti
 // first.
 func (s *Store) readClaimed(ctx context.Context, tx *sql.Tx, ids []string) ([]store.ClaimedDelivery, error) {
 	in, inArgs := inList(ids)
-	rows, err := tx.QueryContext(ctx, s.rebind(`SELECT `+qualify("d", deliveryColumns)+`, ev.payload, e.url, e.secret, e.secret_key_id
+	rows, err := tx.QueryContext(ctx, s.rebind(`SELECT `+claimedColumns+`
 		FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id
 		WHERE d.id IN `+in+` ORDER BY `+dueAt+`, d.id`), inArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("read claimed: %w", err)
 	}
+	return s.scanClaimed(rows)
+}
+
+// claimedColumns are what scanClaimed reads: the delivery d, the payload of its event ev and
+// the URL and secret of its endpoint e.
+var claimedColumns = qualify("d", deliveryColumns) + `, ev.payload, e.url, e.secret, e.secret_key_id`
+
+// scanClaimed reads and closes rows of claimedColumns.
+func (s *Store) scanClaimed(rows *sql.Rows) ([]store.ClaimedDelivery, error) {
 	defer rows.Close()
+	var err error
 	var out []store.ClaimedDelivery
 	for rows.Next() {
 		var c store.ClaimedDelivery
@@ -691,27 +701,45 @@ func (s *Store) recordAttempt(ctx context.Context, owner, deliveryID string, o s
 // none. The candidate comes from deliveries_endpoint_pending in next_attempt_at order (ties
 // in any order: an id tie-break would sort the endpoint's whole due backlog), stepping over
 // at most the endpoint's leased deliveries.
+//
+// Where the dialect allows it (WritableWith), the lease and the read are one statement.
 func (s *Store) handOff(ctx context.Context, tx *sql.Tx, owner, endpointID string, at, until int64) (*store.ClaimedDelivery, error) {
-	leased, err := queryStrings(ctx, tx, s.rebind(`UPDATE deliveries
+	lease := `UPDATE deliveries
 		SET lease_owner = ?, lease_until = ?, lease_manual_at = manual_retry_at
 		WHERE id = (SELECT id FROM deliveries
 			WHERE status = 'pending' AND endpoint_id = ? AND next_attempt_at <= ?
 				AND (lease_until IS NULL OR lease_until <= ?)
-			ORDER BY next_attempt_at LIMIT 1`+s.rowLock(` FOR UPDATE SKIP LOCKED`)+`)
-		AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ? AND status = 'enabled')
-		RETURNING id`), owner, until, endpointID, at, at, endpointID)
-	if err != nil {
-		return nil, fmt.Errorf("hand off: %w", err)
-	}
-	if len(leased) == 0 {
-		return nil, nil
-	}
-	claimed, err := s.readClaimed(ctx, tx, leased)
-	if err != nil {
-		return nil, fmt.Errorf("hand off: %w", err)
+			ORDER BY next_attempt_at LIMIT 1` + s.rowLock(` FOR UPDATE SKIP LOCKED`) + `)
+		AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ? AND status = 'enabled')`
+	args := []any{owner, until, endpointID, at, at, endpointID}
+	var claimed []store.ClaimedDelivery
+	if s.dialect.WritableWith {
+		rows, err := tx.QueryContext(ctx, s.rebind(`WITH d AS (`+lease+` RETURNING *)
+			SELECT `+claimedColumns+`
+			FROM d JOIN events ev ON ev.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("hand off: %w", err)
+		}
+		if claimed, err = s.scanClaimed(rows); err != nil {
+			return nil, fmt.Errorf("hand off: %w", err)
+		}
+	} else {
+		leased, err := queryStrings(ctx, tx, s.rebind(lease+` RETURNING id`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("hand off: %w", err)
+		}
+		if len(leased) == 0 {
+			return nil, nil
+		}
+		if claimed, err = s.readClaimed(ctx, tx, leased); err != nil {
+			return nil, fmt.Errorf("hand off: %w", err)
+		}
+		if len(claimed) == 0 {
+			return nil, fmt.Errorf("hand off: delivery %s was leased but not read back", leased[0])
+		}
 	}
 	if len(claimed) == 0 {
-		return nil, fmt.Errorf("hand off: delivery %s was leased but not read back", leased[0])
+		return nil, nil
 	}
 	return &claimed[0], nil
 }

@@ -67,6 +67,10 @@ type Dialect struct {
 	// a crash would lose what a client was told is stored. Leave it empty where a commit is
 	// already cheap (SQLite's write-ahead log in synchronous=NORMAL mode).
 	RelaxedCommit string
+	// WritableWith: a WITH clause may hold an UPDATE … RETURNING whose rows the main query
+	// joins (PostgreSQL), saving a round trip over reading the updated rows back. SQLite
+	// allows only SELECT in WITH.
+	WritableWith bool
 	// Scrub, when set, runs through the writer after RotateWebhookSecrets has rewritten
 	// secrets, and removes the old forms of rewritten rows from the database files where the
 	// database allows it; it reports whether it could (SQLite: checkpoint and truncate the
