@@ -167,10 +167,8 @@ type HandOff struct {
 	// MinLeft: the lease is handed on only while the released one has at least MinLeft to
 	// run at the outcome's time. A lease that has expired (or is about to) may no longer be
 	// counted by other dispatchers' claims, so passing it on could exceed the per-endpoint
-	// cap. MinLeft also covers the next attempt should the transaction be lost in a database
-	// crash (PostgreSQL commits it without waiting for the disk): the released lease then
-	// stays in place and counts the attempt in flight until it ends, so MinLeft must be at
-	// least the time that attempt can take to be made and recorded.
+	// cap. It is also the margin by which the released lease outlasts the next attempt, so
+	// it must be at least the time that attempt can take to be made and recorded.
 	MinLeft time.Duration
 }
 

@@ -540,9 +540,9 @@ func (s *Store) dueByEndpoint(ctx context.Context, tx *sql.Tx, at int64, saturat
 // Locks are taken delivery first, then endpoint, as DeleteWebhookEndpoint takes them.
 //
 // On PostgreSQL the transaction commits without waiting for its WAL to reach the disk
-// (Dialect.RelaxedCommit, evaluated in its first statement): about half of the database's time under a delivery backlog went
-// to flushing these commits. A database crash may then lose the last few milliseconds of
-// outcomes. A lost outcome leaves the delivery as the claim left it, leased to owner: no other
+// (Dialect.RelaxedCommit, evaluated in its first statement): about half of the database's
+// time under a delivery backlog went to flushing commits. A database crash may then lose the
+// last few milliseconds of outcomes. A lost outcome leaves the delivery as the claim left it, leased to owner: no other
 // claim takes it, and it counts against the endpoint's cap, until the lease expires; then it
 // is sent again, which at-least-once delivery allows (receivers deduplicate on X-Webhook-Id).
 // An auto-disable lost with it is decided again at the next failure.
@@ -564,11 +564,11 @@ func (s *Store) RecordAttempt(ctx context.Context, owner, deliveryID string, o s
 // FOR UPDATE SKIP LOCKED on PostgreSQL, so a concurrent claim and the hand-off never both
 // lease it (the claim re-checks under the same lock that the row is free).
 //
-// It commits as RecordAttempt does, without waiting for the disk on PostgreSQL. A crash that
-// loses the transaction loses the new lease with the outcome: the released lease is then
-// still in place, leased to owner, and counts the attempt on the delivery handed on until it
-// expires, which h.MinLeft makes later than that attempt's end; the delivery handed on is
-// free again and may be sent a second time, as at-least-once delivery allows.
+// Unlike RecordAttempt's, the transaction waits for its commit to reach the disk, as a
+// claim's does: a lease lost in a database crash would leave the delivery handed on free for
+// another process to send while owner sends it, the same attempt twice, which the contract
+// rules out. (The released lease would still count the attempt in flight, as h.MinLeft makes
+// it outlast that attempt, so the cap would hold even then.)
 func (s *Store) RecordAttemptAndHandOff(ctx context.Context, owner, deliveryID string, o store.AttemptOutcome, h store.HandOff) (store.Delivery, *store.ClaimedDelivery, error) {
 	if h.Lease <= 0 {
 		return store.Delivery{}, nil, fmt.Errorf("store record attempt of delivery %s: hand-off lease %s: must be positive", deliveryID, h.Lease)
@@ -596,8 +596,10 @@ func (s *Store) recordAttempt(ctx context.Context, owner, deliveryID string, o s
 		)
 		// The first statement also reads the endpoint's last success (to skip writing it
 		// when it is recent) and relaxes the commit, so that neither costs a round trip.
+		// A hand-off takes a lease, which must outlive a database crash: its transaction
+		// commits as every other does.
 		relax := "NULL"
-		if s.dialect.RelaxedCommit != "" {
+		if s.dialect.RelaxedCommit != "" && h == nil {
 			relax = s.dialect.RelaxedCommit
 		}
 		err := tx.QueryRowContext(ctx, s.rebind(`SELECT endpoint_id, lease_owner, lease_until, manual_retry_at, lease_manual_at,

@@ -62,10 +62,11 @@ type Dialect struct {
 	// it commit without waiting for its log to reach the disk (PostgreSQL:
 	// set_config('synchronous_commit', 'off', true), SET LOCAL as a function, so that it
 	// rides on a query the transaction makes anyway rather than costing a round trip of its
-	// own). The store evaluates it only in the transactions that record delivery attempts, whose
-	// loss in a database crash means a delivery sent again (see RecordAttempt); never where
-	// a crash would lose what a client was told is stored. Leave it empty where a commit is
-	// already cheap (SQLite's write-ahead log in synchronous=NORMAL mode).
+	// own). The store evaluates it only in the transactions that record a delivery attempt
+	// without taking a lease, whose loss in a database crash means a delivery sent again
+	// (see RecordAttempt); never where a crash would lose what a client was told is stored,
+	// nor a lease. Leave it empty where a commit is already cheap (SQLite's write-ahead log
+	// in synchronous=NORMAL mode).
 	RelaxedCommit string
 	// WritableWith: a WITH clause may hold an UPDATE … RETURNING whose rows the main query
 	// joins (PostgreSQL), saving a round trip over reading the updated rows back. SQLite
