@@ -120,8 +120,13 @@ type Dispatcher struct {
 
 	wake    chan struct{} // Notify's signal; buffered 1, so a signal is kept until Run takes it
 	running atomic.Bool
-	// busy mirrors Run's count of attempts in flight, for the workers' hand-off decision.
-	busy atomic.Int64
+	// load mirrors Run's counts of attempts in flight, in all and per endpoint, for the
+	// workers' hand-off decision (see attempt).
+	load struct {
+		sync.Mutex
+		inFlight    int
+		perEndpoint map[string]int
+	}
 }
 
 // NewDispatcher checks cfg, fills in the defaults and registers the metrics. It returns an
@@ -186,6 +191,7 @@ func NewDispatcher(cfg DispatcherConfig) (*Dispatcher, error) {
 		random:              cfg.Random,
 		wake:                make(chan struct{}, 1),
 	}
+	d.load.perEndpoint = make(map[string]int)
 	if d.lease <= d.timeout {
 		return nil, fmt.Errorf("webhook dispatcher: Lease %s must be longer than Client.Timeout %s, or a slow attempt's delivery could be claimed and sent again while it runs", d.lease, d.timeout)
 	}
@@ -287,7 +293,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	)
 	book := func(endpointID string) {
 		inFlight--
-		d.busy.Store(int64(inFlight))
+		d.mirrorLoad(endpointID, -1)
 		if perEndpoint[endpointID] >= d.perEndpoint {
 			wanted = true
 		}
@@ -360,7 +366,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			lastFull = len(claimed) == free
 			for _, c := range claimed {
 				inFlight++
-				d.busy.Store(int64(inFlight))
+				d.mirrorLoad(c.EndpointID, 1)
 				perEndpoint[c.EndpointID]++
 				attempts.Go(func() {
 					defer func() { finished <- c.EndpointID }()
@@ -427,15 +433,36 @@ func (d *Dispatcher) handOffMinLeft() time.Duration {
 	return d.timeout + recordTries*recordTimeout + recordPause
 }
 
-// attempt makes one attempt of c and records its outcome. While runCtx lasts and the pool
-// has a free worker, the outcome is recorded with a hand-off: in the same transaction the
-// store leases this worker the endpoint's next due delivery, returned for attempt to be
-// called on. With one busy endpoint, whose 8 slots cap every claim at 8, each slot then
-// goes from one delivery to the next in one transaction, rather than waiting for a claim;
-// on PostgreSQL that is 3× the throughput of claims alone (docs/operations.md, "Delivery
-// throughput"). When every worker is busy, the worker goes back to the pool, so that Run's
+// mirrorLoad adds delta to the mirrored counts of attempts in flight, in all and to the
+// endpoint.
+func (d *Dispatcher) mirrorLoad(endpointID string, delta int) {
+	d.load.Lock()
+	defer d.load.Unlock()
+	d.load.inFlight += delta
+	if d.load.perEndpoint[endpointID] += delta; d.load.perEndpoint[endpointID] <= 0 {
+		delete(d.load.perEndpoint, endpointID)
+	}
+}
+
+// handOff reports whether the outcome of an attempt to the endpoint should be recorded with
+// a hand-off: when this dispatcher holds the endpoint's every slot (PerEndpoint attempts in
+// flight) and some worker is free. An endpoint at its cap is the case claims serve badly:
+// each claim can take only the slots freed since the last, one every few milliseconds on
+// PostgreSQL, where a hand-off moves a slot from one delivery to the next in the transaction
+// that records the first. Below the cap, claims take many deliveries at once, and a hand-off
+// per delivery would cost the store more (on SQLite's single writer, 30 % of the throughput
+// with 8 endpoints). With every worker busy, the worker goes back to the pool, so that Run's
 // claims, which take the oldest due deliveries of every endpoint, are not starved by busy
 // endpoints passing slots on among themselves.
+func (d *Dispatcher) handOff(endpointID string) bool {
+	d.load.Lock()
+	defer d.load.Unlock()
+	return d.load.inFlight < d.workers && d.load.perEndpoint[endpointID] >= d.perEndpoint
+}
+
+// attempt makes one attempt of c and records its outcome; while runCtx lasts and handOff
+// says so, with a hand-off: in the same transaction the store leases this worker the
+// endpoint's next due delivery, returned for attempt to be called on.
 func (d *Dispatcher) attempt(runCtx context.Context, c store.ClaimedDelivery) *store.ClaimedDelivery {
 	ctx := context.WithoutCancel(runCtx)
 	started := time.Now()
@@ -456,8 +483,7 @@ func (d *Dispatcher) attempt(runCtx context.Context, c store.ClaimedDelivery) *s
 
 	outcome := d.outcome(c, result, d.now())
 	d.logAttempt(c, result, outcome, elapsed)
-	handOff := runCtx.Err() == nil && d.busy.Load() < int64(d.workers)
-	return d.record(ctx, c, outcome, handOff)
+	return d.record(ctx, c, outcome, runCtx.Err() == nil && d.handOff(c.EndpointID))
 }
 
 // outcome applies the retry schedule to an attempt's result. The attempt just made is
