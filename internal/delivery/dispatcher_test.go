@@ -786,3 +786,34 @@ func TestNoHandOffWhenThePoolIsFull(t *testing.T) {
 		}
 	})
 }
+
+// Below an endpoint's cap claims serve it, not hand-offs: 4 endpoints with 3 deliveries each
+// never have 8 attempts in flight.
+func TestNoHandOffBelowTheCap(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		h := newHarness(t, s)
+		rc := slowReceiver(t, 5*time.Millisecond)
+		type sent struct{ endpointID, id string }
+		var all []sent
+		for range 4 {
+			e := h.endpoint(rc.URL)
+			for range 3 {
+				_, d := h.eventTo(e)
+				all = append(all, sent{e.ID, d.ID})
+			}
+		}
+		h.start(DispatcherConfig{Workers: 32})
+		for _, d := range all {
+			if got := h.waitEnded(d.endpointID, d.id, 10*time.Second); got.Status != store.DeliverySucceeded {
+				t.Fatalf("delivery %s = %+v, want succeeded", d.id, got)
+			}
+		}
+		h.store.mu.Lock()
+		handOffs := h.store.handOffs
+		h.store.mu.Unlock()
+		if handOffs != 0 {
+			t.Errorf("%d deliveries handed on to endpoints below their cap, want 0", handOffs)
+		}
+	})
+}
