@@ -718,3 +718,102 @@ func TestOutcomeForDeletedEndpointIsDroppedQuietly(t *testing.T) {
 		}
 	})
 }
+
+// Two dispatchers on one store, each with a free pool, pass one endpoint's leases on from
+// delivery to delivery (store.RecordAttemptAndHandOff) and still keep it to 8 requests at
+// once, sending each delivery once.
+func TestHandOffKeepsTheCapAcrossDispatchers(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		h := newHarness(t, s)
+		rc := slowReceiver(t, 10*time.Millisecond)
+		e := h.endpoint(rc.URL)
+		var ids []string
+		for range 80 {
+			_, d := h.eventTo(e)
+			ids = append(ids, d.ID)
+		}
+		h.start(DispatcherConfig{Workers: 32})
+		h.start(DispatcherConfig{Workers: 32})
+
+		for _, id := range ids {
+			if d := h.waitEnded(e.ID, id, 20*time.Second); d.Status != store.DeliverySucceeded || d.Attempts != 1 {
+				t.Fatalf("delivery %s = %+v, want succeeded at the first attempt", id, d)
+			}
+		}
+		if n := rc.count.Load(); n != 80 {
+			t.Errorf("receiver saw %d requests for 80 deliveries", n)
+		}
+		if most := rc.maxCurrent.Load(); most > MaxPerEndpoint {
+			t.Errorf("%d requests at once to one endpoint, want at most %d", most, MaxPerEndpoint)
+		}
+		h.store.mu.Lock()
+		handOffs := h.store.handOffs
+		h.store.mu.Unlock()
+		if handOffs == 0 {
+			t.Error("no delivery was handed on from one attempt to the next")
+		}
+	})
+}
+
+// A worker whose pool is full goes back to it instead of taking its endpoint's next
+// delivery: with one worker, every delivery comes from a claim.
+func TestNoHandOffWhenThePoolIsFull(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		h := newHarness(t, s)
+		rc := statusReceiver(t, http.StatusNoContent)
+		e := h.endpoint(rc.URL)
+		var ids []string
+		for range 5 {
+			_, d := h.eventTo(e)
+			ids = append(ids, d.ID)
+		}
+		h.start(DispatcherConfig{Workers: 1})
+		for _, id := range ids {
+			if d := h.waitEnded(e.ID, id, 10*time.Second); d.Status != store.DeliverySucceeded {
+				t.Fatalf("delivery %s = %+v, want succeeded", id, d)
+			}
+		}
+		h.store.mu.Lock()
+		handOffs, claimed := h.store.handOffs, 0
+		for _, n := range h.store.claims {
+			claimed += n
+		}
+		h.store.mu.Unlock()
+		if handOffs != 0 || claimed != 5 {
+			t.Errorf("one worker: %d deliveries handed on and %d claimed, want 0 and 5", handOffs, claimed)
+		}
+	})
+}
+
+// Below an endpoint's cap claims serve it, not hand-offs: 4 endpoints with 3 deliveries each
+// never have 8 attempts in flight.
+func TestNoHandOffBelowTheCap(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		h := newHarness(t, s)
+		rc := slowReceiver(t, 5*time.Millisecond)
+		type sent struct{ endpointID, id string }
+		var all []sent
+		for range 4 {
+			e := h.endpoint(rc.URL)
+			for range 3 {
+				_, d := h.eventTo(e)
+				all = append(all, sent{e.ID, d.ID})
+			}
+		}
+		h.start(DispatcherConfig{Workers: 32})
+		for _, d := range all {
+			if got := h.waitEnded(d.endpointID, d.id, 10*time.Second); got.Status != store.DeliverySucceeded {
+				t.Fatalf("delivery %s = %+v, want succeeded", d.id, got)
+			}
+		}
+		h.store.mu.Lock()
+		handOffs := h.store.handOffs
+		h.store.mu.Unlock()
+		if handOffs != 0 {
+			t.Errorf("%d deliveries handed on to endpoints below their cap, want 0", handOffs)
+		}
+	})
+}

@@ -174,7 +174,7 @@ func (w *riverDeliveryWorker) Work(ctx context.Context, job *river.Job[riverDeli
 		result = send(ctx, w.d.client, w.d.timeout, w.d.now, c)
 	}
 	o := w.d.outcome(c, result, w.d.now())
-	w.d.record(ctx, c, o)
+	w.d.record(ctx, c, o, false)
 	if o.NextAttemptAt != nil {
 		return fmt.Errorf("%w: %s", errAttemptFailed, o.Error)
 	}

@@ -117,6 +117,7 @@ type watchedStore struct {
 	mu       sync.Mutex
 	claims   []int // deliveries returned by each successful claim, in order
 	recorded int   // outcomes recorded without error
+	handOffs int   // deliveries handed on by RecordAttemptAndHandOff
 }
 
 func (w *watchedStore) ClaimDeliveries(ctx context.Context, p store.ClaimPolicy, now time.Time) ([]store.ClaimedDelivery, error) {
@@ -139,6 +140,20 @@ func (w *watchedStore) RecordAttempt(ctx context.Context, owner, deliveryID stri
 	}
 	w.changed.notify()
 	return d, err
+}
+
+func (w *watchedStore) RecordAttemptAndHandOff(ctx context.Context, owner, deliveryID string, o store.AttemptOutcome, h store.HandOff) (store.Delivery, *store.ClaimedDelivery, error) {
+	d, next, err := w.Store.RecordAttemptAndHandOff(ctx, owner, deliveryID, o, h)
+	if err == nil {
+		w.mu.Lock()
+		w.recorded++
+		if next != nil {
+			w.handOffs++
+		}
+		w.mu.Unlock()
+	}
+	w.changed.notify()
+	return d, next, err
 }
 
 // counts returns how many claims have succeeded and how many outcomes have been recorded.

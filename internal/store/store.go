@@ -251,6 +251,11 @@ type WebhookStore interface {
 	// RecordAttempt applies an attempt's outcome to a delivery p.Owner holds, and releases
 	// the lease: ErrLeaseLost if the lease is no longer p.Owner's.
 	RecordAttempt(ctx context.Context, owner, deliveryID string, o AttemptOutcome) (Delivery, error)
+	// RecordAttemptAndHandOff is RecordAttempt, and in the same transaction passes the
+	// released lease on to the oldest due delivery of the same endpoint (see HandOff): the
+	// endpoint's count of deliveries under lease does not change, so the per-endpoint cap
+	// holds without a claim. It returns that delivery, or nil when none was handed on.
+	RecordAttemptAndHandOff(ctx context.Context, owner, deliveryID string, o AttemptOutcome, h HandOff) (Delivery, *ClaimedDelivery, error)
 	// PendingDeliveries counts deliveries not yet ended, for the queue-depth metric.
 	PendingDeliveries(ctx context.Context) (int64, error)
 }

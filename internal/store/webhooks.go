@@ -159,6 +159,19 @@ type AttemptOutcome struct {
 	AutoDisableFailures int
 }
 
+// HandOff is how RecordAttemptAndHandOff leases the next delivery of the endpoint whose
+// attempt it records.
+type HandOff struct {
+	// Lease is how long the new lease lasts, as ClaimPolicy.Lease.
+	Lease time.Duration
+	// MinLeft: the lease is handed on only while the released one has at least MinLeft to
+	// run at the outcome's time. A lease that has expired (or is about to) may no longer be
+	// counted by other dispatchers' claims, so passing it on could exceed the per-endpoint
+	// cap. It is also the margin by which the released lease outlasts the next attempt, so
+	// it must be at least the time that attempt can take to be made and recorded.
+	MinLeft time.Duration
+}
+
 // ClaimPolicy bounds what one ClaimDeliveries call takes.
 type ClaimPolicy struct {
 	Owner string        // identifies the dispatcher (process) taking the leases

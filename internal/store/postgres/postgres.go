@@ -86,6 +86,9 @@ var dialect = sqlstore.Dialect{
 	},
 	RowLocks:    true,
 	ArrayParams: true,
+	// Delivery outcomes only: a lost one is a delivery sent again (RecordAttempt).
+	WritableWith:  true,
+	RelaxedCommit: `set_config('synchronous_commit', 'off', true)`,
 	// River's database/sql driver over the store's pgx pool.
 	Jobs: func(db *sql.DB) jobs.Driver { return riverdatabasesql.New(db) },
 }

@@ -142,33 +142,55 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p store.ClaimPolicy, now ti
 		if len(leased) == 0 {
 			return nil
 		}
-		in, inArgs = inList(leased)
-		rows, err := tx.QueryContext(ctx, s.rebind(`SELECT `+qualify("d", deliveryColumns)+`, ev.payload, e.url, e.secret, e.secret_key_id
-			FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id
-			WHERE d.id IN `+in+` ORDER BY `+dueAt+`, d.id`), inArgs...)
-		if err != nil {
-			return fmt.Errorf("read claimed: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var c store.ClaimedDelivery
-			var storedSecret, keyID string
-			c.Delivery, err = scanDelivery(rowScanner{rows, []any{&c.Payload, &c.URL, &storedSecret, &keyID}})
-			if err != nil {
-				return fmt.Errorf("read claimed: %w", err)
-			}
-			// A secret that does not decrypt fails this delivery's attempt, not the claim:
-			// the other endpoints' deliveries go out.
-			c.Secret, c.SecretErr = s.openSecret(c.EndpointID, storedSecret, keyID)
-			out = append(out, c)
-		}
-		return rows.Err()
+		out, err = s.readClaimed(ctx, tx, leased)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store claim deliveries: %w", err)
 	}
 	if out == nil {
 		out = []store.ClaimedDelivery{}
+	}
+	return out, nil
+}
+
+// readClaimed reads what the dispatcher sends for the deliveries of ids, leased in tx: the
+// delivery, the event's payload and the endpoint's URL and secret (decrypted), oldest due
+// first.
+func (s *Store) readClaimed(ctx context.Context, tx *sql.Tx, ids []string) ([]store.ClaimedDelivery, error) {
+	in, inArgs := inList(ids)
+	rows, err := tx.QueryContext(ctx, s.rebind(`SELECT `+claimedColumns+`
+		FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE d.id IN `+in+` ORDER BY `+dueAt+`, d.id`), inArgs...)
+	if err != nil {
+		return nil, fmt.Errorf("read claimed: %w", err)
+	}
+	return s.scanClaimed(rows)
+}
+
+// claimedColumns are what scanClaimed reads: the delivery d, the payload of its event ev and
+// the URL and secret of its endpoint e.
+var claimedColumns = qualify("d", deliveryColumns) + `, ev.payload, e.url, e.secret, e.secret_key_id`
+
+// scanClaimed reads and closes rows of claimedColumns.
+func (s *Store) scanClaimed(rows *sql.Rows) ([]store.ClaimedDelivery, error) {
+	defer rows.Close()
+	var err error
+	var out []store.ClaimedDelivery
+	for rows.Next() {
+		var c store.ClaimedDelivery
+		var storedSecret, keyID string
+		c.Delivery, err = scanDelivery(rowScanner{rows, []any{&c.Payload, &c.URL, &storedSecret, &keyID}})
+		if err != nil {
+			return nil, fmt.Errorf("read claimed: %w", err)
+		}
+		// A secret that does not decrypt fails this delivery's attempt, not the claim:
+		// the other endpoints' deliveries go out.
+		c.Secret, c.SecretErr = s.openSecret(c.EndpointID, storedSecret, keyID)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read claimed: %w", err)
 	}
 	return out, nil
 }
@@ -516,18 +538,74 @@ func (s *Store) dueByEndpoint(ctx context.Context, tx *sql.Tx, at int64, saturat
 // (lastSuccessResolution).
 //
 // Locks are taken delivery first, then endpoint, as DeleteWebhookEndpoint takes them.
+//
+// On PostgreSQL the transaction commits without waiting for its WAL to reach the disk
+// (Dialect.RelaxedCommit, evaluated in its first statement): about half of the database's
+// time under a delivery backlog went to flushing commits. A database crash may then lose the
+// last few milliseconds of outcomes. A lost outcome leaves the delivery as the claim left it, leased to owner: no other
+// claim takes it, and it counts against the endpoint's cap, until the lease expires; then it
+// is sent again, which at-least-once delivery allows (receivers deduplicate on X-Webhook-Id).
+// An auto-disable lost with it is decided again at the next failure.
 func (s *Store) RecordAttempt(ctx context.Context, owner, deliveryID string, o store.AttemptOutcome) (store.Delivery, error) {
+	d, _, err := s.recordAttempt(ctx, owner, deliveryID, o, nil)
+	return d, err
+}
+
+// RecordAttemptAndHandOff is RecordAttempt, and then, in the same transaction, leases to
+// owner the oldest due delivery of the same endpoint: pending with next_attempt_at at or
+// before the outcome's time (with a manual retry outstanding or not, which the attempt then
+// serves, as a claim's would), free of an unexpired lease, its endpoint still enabled. It
+// returns that delivery, claimed, or nil when none is due, when the attempt just recorded
+// disabled the endpoint, or when the released lease had less than h.MinLeft to run.
+//
+// The hand-off needs no claim lock: the transaction releases one unexpired lease of the
+// endpoint and takes one, so every other claim counts the same number of leases for the
+// endpoint before and after it commits, and the cap holds. The delivery it takes is locked
+// FOR UPDATE SKIP LOCKED on PostgreSQL, so a concurrent claim and the hand-off never both
+// lease it (the claim re-checks under the same lock that the row is free).
+//
+// Unlike RecordAttempt's, the transaction waits for its commit to reach the disk, as a
+// claim's does: a lease lost in a database crash would leave the delivery handed on free for
+// another process to send while owner sends it, the same attempt twice, which the contract
+// rules out. (The released lease would still count the attempt in flight, as h.MinLeft makes
+// it outlast that attempt, so the cap would hold even then.)
+func (s *Store) RecordAttemptAndHandOff(ctx context.Context, owner, deliveryID string, o store.AttemptOutcome, h store.HandOff) (store.Delivery, *store.ClaimedDelivery, error) {
+	if h.Lease <= 0 {
+		return store.Delivery{}, nil, fmt.Errorf("store record attempt of delivery %s: hand-off lease %s: must be positive", deliveryID, h.Lease)
+	}
+	if h.MinLeft < 0 {
+		return store.Delivery{}, nil, fmt.Errorf("store record attempt of delivery %s: hand-off minimum %s: must not be negative", deliveryID, h.MinLeft)
+	}
+	return s.recordAttempt(ctx, owner, deliveryID, o, &h)
+}
+
+// recordAttempt is RecordAttempt, with RecordAttemptAndHandOff's hand-off when h is not nil.
+func (s *Store) recordAttempt(ctx context.Context, owner, deliveryID string, o store.AttemptOutcome, h *store.HandOff) (store.Delivery, *store.ClaimedDelivery, error) {
 	at := o.At.UnixMilli()
-	var d store.Delivery
+	var (
+		d    store.Delivery
+		next *store.ClaimedDelivery
+	)
 	err := s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		var (
 			endpointID                   string
 			leaseOwner                   sql.NullString
+			leaseUntil, lastSuccess      sql.NullInt64
 			manualRetryAt, leaseManualAt sql.NullInt64
+			relaxed                      any
 		)
-		err := tx.QueryRowContext(ctx, s.rebind(`SELECT endpoint_id, lease_owner, manual_retry_at, lease_manual_at
+		// The first statement also reads the endpoint's last success (to skip writing it
+		// when it is recent) and relaxes the commit, so that neither costs a round trip.
+		// A hand-off takes a lease, which must outlive a database crash: its transaction
+		// commits as every other does.
+		relax := "NULL"
+		if s.dialect.RelaxedCommit != "" && h == nil {
+			relax = s.dialect.RelaxedCommit
+		}
+		err := tx.QueryRowContext(ctx, s.rebind(`SELECT endpoint_id, lease_owner, lease_until, manual_retry_at, lease_manual_at,
+				(SELECT last_success_at FROM webhook_endpoints WHERE id = deliveries.endpoint_id), `+relax+`
 			FROM deliveries WHERE id = ?`+s.rowLock(` FOR UPDATE`)), deliveryID).
-			Scan(&endpointID, &leaseOwner, &manualRetryAt, &leaseManualAt)
+			Scan(&endpointID, &leaseOwner, &leaseUntil, &manualRetryAt, &leaseManualAt, &lastSuccess, &relaxed)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: delivery %w", store.ErrLeaseLost, store.ErrNotFound)
 		}
@@ -563,7 +641,9 @@ func (s *Store) RecordAttempt(ctx context.Context, owner, deliveryID string, o s
 			endedFailed = true
 		}
 		args = append(args, deliveryID)
-		if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE deliveries SET `+strings.Join(set, ", ")+` WHERE id = ?`), args...); err != nil {
+		d, err = scanDelivery(tx.QueryRowContext(ctx, s.rebind(`UPDATE deliveries SET `+strings.Join(set, ", ")+` WHERE id = ?
+			RETURNING `+deliveryColumns), args...))
+		if err != nil {
 			return fmt.Errorf("update delivery: %w", err)
 		}
 
@@ -586,14 +666,11 @@ func (s *Store) RecordAttempt(ctx context.Context, owner, deliveryID string, o s
 			}
 		}
 
-		d, err = scanDelivery(tx.QueryRowContext(ctx, s.rebind(`SELECT `+deliveryColumns+` FROM deliveries WHERE id = ?`), deliveryID))
-		if err != nil {
-			return err
-		}
-
-		if o.Succeeded {
+		if o.Succeeded && (!lastSuccess.Valid || lastSuccess.Int64 < at-lastSuccessResolution.Milliseconds()) {
 			// last_success_at is written only when it is unset or more than a minute older
-			// than this success, and last in the transaction. On PostgreSQL the update locks
+			// than this success (the value read with the delivery skips the statement when it
+			// is recent), and late in the transaction, before only the hand-off's two
+			// statements. On PostgreSQL the update locks
 			// the endpoint's row until commit, so writing every success made all deliveries
 			// of an endpoint record their outcomes one after another, each waiting for the
 			// previous commit (37 ms on average under 32 workers). An UPDATE whose WHERE
@@ -608,12 +685,65 @@ func (s *Store) RecordAttempt(ctx context.Context, owner, deliveryID string, o s
 				return fmt.Errorf("update endpoint last success: %w", err)
 			}
 		}
-		return nil
+
+		if h == nil || disable != "" || !leaseUntil.Valid || leaseUntil.Int64 < at+h.MinLeft.Milliseconds() {
+			return nil
+		}
+		next, err = s.handOff(ctx, tx, owner, endpointID, at, o.At.Add(h.Lease).UnixMilli())
+		return err
 	})
 	if err != nil {
-		return store.Delivery{}, fmt.Errorf("store record attempt of delivery %s: %w", deliveryID, err)
+		return store.Delivery{}, nil, fmt.Errorf("store record attempt of delivery %s: %w", deliveryID, err)
 	}
-	return d, nil
+	return d, next, nil
+}
+
+// handOff leases to owner until `until` the oldest delivery of the endpoint that is due at
+// `at` and free, if the endpoint is enabled, and reads it as a claim would; nil if there is
+// none. The candidate comes from deliveries_endpoint_pending in next_attempt_at order (ties
+// in any order: an id tie-break would sort the endpoint's whole due backlog), stepping over
+// at most the endpoint's leased deliveries.
+//
+// Where the dialect allows it (WritableWith), the lease and the read are one statement.
+func (s *Store) handOff(ctx context.Context, tx *sql.Tx, owner, endpointID string, at, until int64) (*store.ClaimedDelivery, error) {
+	lease := `UPDATE deliveries
+		SET lease_owner = ?, lease_until = ?, lease_manual_at = manual_retry_at
+		WHERE id = (SELECT id FROM deliveries
+			WHERE status = 'pending' AND endpoint_id = ? AND next_attempt_at <= ?
+				AND (lease_until IS NULL OR lease_until <= ?)
+			ORDER BY next_attempt_at LIMIT 1` + s.rowLock(` FOR UPDATE SKIP LOCKED`) + `)
+		AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ? AND status = 'enabled')`
+	args := []any{owner, until, endpointID, at, at, endpointID}
+	var claimed []store.ClaimedDelivery
+	if s.dialect.WritableWith {
+		rows, err := tx.QueryContext(ctx, s.rebind(`WITH d AS (`+lease+` RETURNING *)
+			SELECT `+claimedColumns+`
+			FROM d JOIN events ev ON ev.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("hand off: %w", err)
+		}
+		if claimed, err = s.scanClaimed(rows); err != nil {
+			return nil, fmt.Errorf("hand off: %w", err)
+		}
+	} else {
+		leased, err := queryStrings(ctx, tx, s.rebind(lease+` RETURNING id`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("hand off: %w", err)
+		}
+		if len(leased) == 0 {
+			return nil, nil
+		}
+		if claimed, err = s.readClaimed(ctx, tx, leased); err != nil {
+			return nil, fmt.Errorf("hand off: %w", err)
+		}
+		if len(claimed) == 0 {
+			return nil, fmt.Errorf("hand off: delivery %s was leased but not read back", leased[0])
+		}
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	return &claimed[0], nil
 }
 
 // lastSuccessResolution is how stale an endpoint's last_success_at may be: RecordAttempt

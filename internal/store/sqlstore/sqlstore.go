@@ -58,6 +58,20 @@ type Dialect struct {
 	// SKIP LOCKED) to the selects of its write transactions (PostgreSQL). SQLite has no such
 	// clauses and needs none: its single writer excludes every other writer.
 	RowLocks bool
+	// RelaxedCommit, when set, is an SQL expression that, evaluated in a transaction, makes
+	// it commit without waiting for its log to reach the disk (PostgreSQL:
+	// set_config('synchronous_commit', 'off', true), SET LOCAL as a function, so that it
+	// rides on a query the transaction makes anyway rather than costing a round trip of its
+	// own). The store evaluates it only in the transactions that record a delivery attempt
+	// without taking a lease, whose loss in a database crash means a delivery sent again
+	// (see RecordAttempt); never where a crash would lose what a client was told is stored,
+	// nor a lease. Leave it empty where a commit is already cheap (SQLite's write-ahead log
+	// in synchronous=NORMAL mode).
+	RelaxedCommit string
+	// WritableWith: a WITH clause may hold an UPDATE … RETURNING whose rows the main query
+	// joins (PostgreSQL), saving a round trip over reading the updated rows back. SQLite
+	// allows only SELECT in WITH.
+	WritableWith bool
 	// Scrub, when set, runs through the writer after RotateWebhookSecrets has rewritten
 	// secrets, and removes the old forms of rewritten rows from the database files where the
 	// database allows it; it reports whether it could (SQLite: checkpoint and truncate the

@@ -81,6 +81,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RecordAttemptGone", testRecordAttemptGone},
 		{"AutoDisable", testAutoDisable},
 		{"LeaseLost", testLeaseLost},
+		{"HandOff", testHandOff},
+		{"HandOffRace", testHandOffRace},
 		{"AnalysisRoundTrip", testAnalysisRoundTrip},
 		{"AnalysisOutboxAtomic", testAnalysisOutboxAtomic},
 		{"ListAnalyses", testListAnalyses},
