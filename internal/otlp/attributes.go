@@ -3,6 +3,7 @@ package otlp
 import (
 	"encoding/base64"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -37,14 +38,18 @@ func remainingAttributes(attrs []*commonpb.KeyValue) jsontext.Value {
 // appendObject appends key-value pairs as a JSON object of at most limit members and returns
 // how many it holds; top leaves out the attributes read into event fields.
 func appendObject(out []byte, kvs []*commonpb.KeyValue, depth, limit int, top bool) ([]byte, int) {
-	seen := map[string]bool{}
+	// The keys kept so far, at most limit (32): a linear search of them is cheaper than a
+	// map made for every span (remainingAttributes, with that map, was 4 % of the CPU of
+	// ingesting OTLP spans).
+	var keys [MaxAttributes]string
+	seen := keys[:0]
 	out = append(out, '{')
 	for _, kv := range kvs {
 		if len(seen) == limit {
 			break
 		}
 		key := truncate(kv.GetKey(), MaxStringChars)
-		if (top && mappedAttributes[kv.GetKey()]) || seen[key] {
+		if (top && mappedAttributes[kv.GetKey()]) || slices.Contains(seen, key) {
 			continue
 		}
 		value, ok := appendValue(nil, kv.GetValue(), depth)
@@ -54,7 +59,7 @@ func appendObject(out []byte, kvs []*commonpb.KeyValue, depth, limit int, top bo
 		if len(seen) > 0 {
 			out = append(out, ',')
 		}
-		seen[key] = true
+		seen = append(seen, key)
 		out, _ = jsontext.AppendQuote(out, key) // invalid UTF-8 becomes U+FFFD
 		out = append(out, ':')
 		out = append(out, value...)
