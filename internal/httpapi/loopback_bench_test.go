@@ -3,20 +3,17 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"riskapi/internal/ident"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/ratepolicy"
 	"riskapi/internal/store"
@@ -159,54 +156,24 @@ func compareLoopback(b *testing.B, floor, subject *loopbackTarget) {
 	b.ReportMetric(subject.perSecond()/floor.perSecond(), "ratio")
 }
 
-// bareAccount is the floor's answer: an object of the size and shape of GET /v1/account's
-// envelope (about 700 bytes), encoded with encoding/json on every request.
+// bareAccount is the floor's answer: GET /v1/account's envelope (about 700 bytes) as
+// encoding/json writes it, the same types and sizes without the API's own encoder.
 type bareAccount struct {
-	Success bool `json:"success"`
-	Data    struct {
-		ID        string  `json:"id"`
-		Object    string  `json:"object"`
-		Name      string  `json:"name"`
-		Email     string  `json:"email"`
-		Plan      string  `json:"plan"`
-		Region    string  `json:"region"`
-		CreatedAt string  `json:"created_at"`
-		Livemode  bool    `json:"livemode"`
-		APIKey    bareKey `json:"api_key"`
-	} `json:"data"`
-	Metadata struct {
-		RequestID        string `json:"request_id"`
-		Timestamp        string `json:"timestamp"`
-		ProcessingTimeMS int64  `json:"processing_time_ms"`
-	} `json:"metadata"`
-}
-
-type bareKey struct {
-	ID         string   `json:"id"`
-	Object     string   `json:"object"`
-	Type       string   `json:"type"`
-	Mode       string   `json:"mode"`
-	Name       string   `json:"name"`
-	Display    string   `json:"display"`
-	Scopes     []string `json:"scopes"`
-	RateLimit  *int64   `json:"rate_limit"`
-	CreatedAt  string   `json:"created_at"`
-	LastUsedAt *string  `json:"last_used_at"`
-	ExpiresAt  *string  `json:"expires_at"`
-	RevokedAt  *string  `json:"revoked_at"`
+	Success  bool            `json:"success"`
+	Data     accountView     `json:"data"`
+	Metadata successMetadata `json:"metadata"`
 }
 
 // bareJSONServer is a plain net/http server answering every request with bareAccount: what
 // a lean Go JSON handler spends on a request (connection, parsing, encoding, writing), the
 // floor the API's own overhead is measured above.
 func bareJSONServer(b *testing.B) *httptest.Server {
+	acct := store.Account{ID: "acct_7hQm2cXz9Lk3Wp5Rt8Vy1Bn4", Name: "Acme", Email: "risk@acme.test", Plan: store.PlanEnterprise,
+		Region: store.RegionDefault, CreatedAt: time.Now()}
+	key := store.APIKey{ID: "key_4Tn8Qw2Ez6Ry1Ui5Op9As3Df7", Type: store.KeyLive, Mode: store.ModeLive, Scopes: []string{"*"}, CreatedAt: time.Now()}
+	view := accountView{AccountObject: NewAccountObject(acct), Livemode: true, APIKey: NewAPIKeyObject(key)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var v bareAccount
-		v.Success = true
-		v.Data.ID, v.Data.Object, v.Data.Name, v.Data.Email = "acct_7hQm2cXz9Lk3Wp5Rt8Vy1Bn4", "account", "Acme", "risk@acme.test"
-		v.Data.Plan, v.Data.Region, v.Data.CreatedAt = "enterprise", "default", "2026-11-21T10:20:30.000Z"
-		v.Data.APIKey = bareKey{ID: "key_4Tn8Qw2Ez6Ry1Ui5Op9As3Df7", Object: "api_key", Type: "live", Mode: "live",
-			Display: "sk_live_…a1B2", Scopes: []string{"*"}, CreatedAt: "2026-11-21T10:20:30.000Z"}
+		v := bareAccount{Success: true, Data: view}
 		v.Metadata.RequestID = "req_7hQm2cXz9Lk3Wp5Rt8Vy1Bn4"
 		v.Metadata.Timestamp = time.Now().UTC().Format(time.RFC3339Nano)
 		body, _ := json.Marshal(v)
@@ -234,27 +201,11 @@ func BenchmarkLoopbackAccount(b *testing.B) {
 // RISKAPI_TEST_REDIS_URL (through Failover, as riskapi serve does), in alternating rounds:
 // redis-req/s over memory-req/s is what sharing the counts across processes costs.
 func BenchmarkLoopbackAccountRedis(b *testing.B) {
-	url := os.Getenv("RISKAPI_TEST_REDIS_URL")
-	if url == "" {
-		b.Skip("RISKAPI_TEST_REDIS_URL is not set")
-	}
-	client, err := ratelimit.OpenRedis(context.Background(), url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
-	prefix := "riskapibench:" + ident.Random(8) + ":"
-	defer func() {
-		ctx := context.Background()
-		iter := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			client.Del(ctx, iter.Val())
-		}
-	}()
+	limiter := benchRedisLimiter(b)
 	memory := setup(b, benchConfig, nil)
 	redis := setup(b, func(c *Config) {
 		benchConfig(c)
-		c.Limiter = ratelimit.NewFailover(ratelimit.NewRedis(client, prefix), ratelimit.NewMemory(), nil, 0)
+		c.Limiter = ratelimit.NewFailover(limiter, ratelimit.NewMemory(), nil, 0)
 	}, nil)
 	compareLoopback(b, apiTarget(b, "memory", memory), apiTarget(b, "redis", redis))
 }
