@@ -208,8 +208,8 @@ func fmtInternal(ctx context.Context, what string, err error) *Error {
 
 func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h[headerContentType] = []string{"application/json; charset=utf-8"}
+	h[headerContentLength] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

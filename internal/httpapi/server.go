@@ -252,7 +252,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(withRequestInfo(r.Context(), info))
 	rec := &statusRecorder{ResponseWriter: w}
 	info.recorder = rec
-	rec.Header().Set("X-Request-Id", info.id)
+	rec.Header()[headerRequestID] = []string{info.id}
 	s.addDeprecationHeaders(rec.Header())
 
 	defer func() {
