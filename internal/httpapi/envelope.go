@@ -114,6 +114,18 @@ func encodeSuccess(r *http.Request, data any, p *pagination) ([]byte, error) {
 	return bytes.Clone(e.buf.Bytes()), nil
 }
 
+// encodeValue encodes v as json.Marshal(v, resource.EncodeOptions) does, on a reused
+// encoder: the error envelope of every 401 and 429 goes through it.
+func encodeValue(v any) ([]byte, error) {
+	e := envelopeEncoders.Get().(*envelopeEncoder)
+	defer e.release()
+	e.buf.Reset()
+	if err := e.value(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(e.buf.Bytes()), nil
+}
+
 // envelopeEncoder is a buffer with an encoder writing to it, reused across responses
 // (envelopeEncoders) so that each response does not set up a new one.
 type envelopeEncoder struct {
@@ -176,11 +188,11 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Error:    errorBody{Type: typ, Message: apiErr.Message, Code: apiErr.Code, Details: details},
 		Metadata: errorMetadata{RequestID: info.id, Timestamp: resource.FormatTime(time.Now())},
 	}
-	body, encErr := json.Marshal(env, resource.EncodeOptions)
+	body, encErr := encodeValue(env)
 	if encErr != nil {
 		// Details held something unencodable; send the envelope without them.
 		env.Error.Details = map[string]any{}
-		body, _ = json.Marshal(env, resource.EncodeOptions)
+		body, _ = encodeValue(env)
 	}
 	writeJSONBytes(w, status, body)
 }

@@ -134,3 +134,28 @@ func BenchmarkEncodeSuccess(b *testing.B) {
 		}
 	})
 }
+
+// encodeValue writes what json.Marshal with resource.EncodeOptions writes, map keys sorted.
+func TestEncodeValueMatchesMarshal(t *testing.T) {
+	env := errorEnvelope{
+		Error: errorBody{Type: "rate_limit_error", Message: "Rate limit exceeded: 1000 requests per hour (platform).", Code: CodeRateLimited,
+			Details: map[string]any{"limit": int64(1000), "window": "hour", "policy": "platform", "reset": int64(1795168800), "<&>": []string{"\u2028"}}},
+		Metadata: errorMetadata{RequestID: "req_7hQm2cXz9Lk3Wp5Rt8Vy1Bn4", Timestamp: "2026-11-21T10:20:30.000Z"},
+	}
+	for range 3 {
+		got, err := encodeValue(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(env, resource.EncodeOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encodeValue:\n%s\njson.Marshal:\n%s", got, want)
+		}
+	}
+	if _, err := encodeValue(map[string]any{"bad": func() {}}); err == nil {
+		t.Fatal("a func encoded without error")
+	}
+}
