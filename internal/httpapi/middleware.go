@@ -46,32 +46,25 @@ func (s *Server) protectedTestOnly(h http.Handler) http.Handler {
 // out every tenant behind it). A store that cannot answer is 503, so an outage never looks
 // like a bad key.
 //
-// The failed-authentication bucket is read only for a request that may be refused for it:
-// one whose key is malformed, before anything else, and one whose key failed the lookup,
-// before counting it. A well-formed key that authenticates never touches the bucket, which
-// spares the common request a limiter call (with Redis, a round trip of its own).
+// The failed-authentication bucket is read only once authentication has failed: a key that
+// authenticates never touches it, which spares the common request a limiter call (with
+// Redis, a round trip of its own). Authenticate rejects a malformed key before any lookup,
+// so such a key is still refused without one.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestInfoFrom(r.Context())
 		now := s.cfg.Now()
 		header := r.Header.Get("Authorization")
-		var failed []ratepolicy.Limit
-		exhausted := false
-		if !auth.WellFormed(header) {
-			var states []ratelimit.State
-			failed, states, exhausted = s.peekFailedAuth(r, now)
-			if exhausted {
-				setLimitHeaders(w.Header(), failed, states, now, true)
-				writeError(w, r, errRateLimited(states[0], failed[0].Policy))
-				return
-			}
-		}
 		p, err := s.cfg.Auth.Authenticate(r.Context(), header)
 		var rejected *auth.RejectedError
 		switch {
 		case errors.As(err, &rejected):
-			if failed == nil {
-				failed, _, exhausted = s.peekFailedAuth(r, now)
+			failed, states, exhausted := s.peekFailedAuth(r, now)
+			if exhausted && !auth.WellFormed(header) {
+				// Refused without counting; Authenticate looked nothing up for a malformed key.
+				setLimitHeaders(w.Header(), failed, states, now, true)
+				writeError(w, r, errRateLimited(states[0], failed[0].Policy))
+				return
 			}
 			states, err := s.cfg.Limiter.Take(r.Context(), now, failed[0].Bucket)
 			if err != nil {
