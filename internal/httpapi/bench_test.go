@@ -32,6 +32,12 @@ func BenchmarkMiddleware(b *testing.B) {
 }
 
 func BenchmarkMiddlewareRedis(b *testing.B) {
+	benchmarkMiddleware(b, benchRedisLimiter(b))
+}
+
+// benchRedisLimiter is a Redis limiter on the Redis at RISKAPI_TEST_REDIS_URL (the benchmark
+// is skipped without one), under a prefix of its own whose keys are deleted at the end.
+func benchRedisLimiter(b *testing.B) *ratelimit.Redis {
 	url := os.Getenv("RISKAPI_TEST_REDIS_URL")
 	if url == "" {
 		b.Skip("RISKAPI_TEST_REDIS_URL is not set")
@@ -40,16 +46,16 @@ func BenchmarkMiddlewareRedis(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer client.Close()
 	prefix := "riskapibench:" + ident.Random(8) + ":"
-	defer func() {
+	b.Cleanup(func() {
 		ctx := context.Background()
 		iter := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		for iter.Next(ctx) {
 			client.Del(ctx, iter.Val())
 		}
-	}()
-	benchmarkMiddleware(b, ratelimit.NewRedis(client, prefix))
+		client.Close()
+	})
+	return ratelimit.NewRedis(client, prefix)
 }
 
 func benchmarkMiddleware(b *testing.B, limiter ratelimit.Limiter) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"riskapi/internal/mcptools"
@@ -12,6 +13,7 @@ import (
 	"riskapi/internal/store"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 type successEnvelope struct {
@@ -71,24 +73,91 @@ func writeSuccess(w http.ResponseWriter, r *http.Request, status int, data any, 
 }
 
 // encodeSuccess encodes the success envelope around data as it would be sent now.
+//
+// The envelope's own fields are written directly and only data (and the pagination block)
+// goes through the JSON encoder, on an encoder kept for reuse: encoding the envelope struct
+// around data with json.MarshalWrite took 15-18 µs of GET /v1/account's 35 µs, most of it
+// setting up an encoder with the options and reflecting on the envelope and its interface
+// field, against 6-8 µs for data alone on a reused encoder (BenchmarkEncodeSuccess). The
+// bytes are the same: TestEncodeSuccessMatchesEnvelope compares them with the envelope
+// struct's encoding.
 func encodeSuccess(r *http.Request, data any, p *pagination) ([]byte, error) {
 	info := requestInfoFrom(r.Context())
 	now := time.Now()
-	env := successEnvelope{
-		Success:    true,
-		Data:       data,
-		Pagination: p,
-		Metadata: successMetadata{
-			RequestID:        info.id,
-			Timestamp:        resource.FormatTime(now),
-			ProcessingTimeMS: now.Sub(info.start).Milliseconds(),
-		},
-	}
-	var buf bytes.Buffer
-	if err := json.MarshalWrite(&buf, env, resource.EncodeOptions); err != nil {
+	e := envelopeEncoders.Get().(*envelopeEncoder)
+	defer e.release()
+	e.buf.Reset()
+	e.buf.WriteString(`{"success":true,"data":`)
+	if err := e.value(data); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	if p != nil {
+		e.buf.WriteString(`,"pagination":`)
+		if err := e.value(p); err != nil {
+			return nil, err
+		}
+	}
+	b := e.buf.AvailableBuffer()
+	b = append(b, `,"metadata":{"request_id":`...)
+	b, err := jsontext.AppendQuote(b, info.id)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"timestamp":`...)
+	if b, err = jsontext.AppendQuote(b, resource.FormatTime(now)); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"processing_time_ms":`...)
+	b = strconv.AppendInt(b, now.Sub(info.start).Milliseconds(), 10)
+	b = append(b, "}}"...)
+	e.buf.Write(b)
+	return bytes.Clone(e.buf.Bytes()), nil
+}
+
+// encodeValue encodes v as json.Marshal(v, resource.EncodeOptions) does, on a reused
+// encoder: the error envelope of every 401 and 429 goes through it.
+func encodeValue(v any) ([]byte, error) {
+	e := envelopeEncoders.Get().(*envelopeEncoder)
+	defer e.release()
+	e.buf.Reset()
+	if err := e.value(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(e.buf.Bytes()), nil
+}
+
+// envelopeEncoder is a buffer with an encoder writing to it, reused across responses
+// (envelopeEncoders) so that each response does not set up a new one.
+type envelopeEncoder struct {
+	buf bytes.Buffer
+	enc *jsontext.Encoder
+}
+
+var envelopeEncoders = sync.Pool{New: func() any {
+	e := &envelopeEncoder{}
+	e.enc = jsontext.NewEncoder(&e.buf, resource.EncodeOptions)
+	return e
+}}
+
+// release returns e to envelopeEncoders, unless a large response grew its buffer: a pool
+// must not keep megabytes alive for the small responses that make up most of the traffic.
+func (e *envelopeEncoder) release() {
+	if e.buf.Cap() <= 64<<10 {
+		envelopeEncoders.Put(e)
+	}
+}
+
+// value appends v to the buffer as the envelope struct would encode it in place: with
+// resource.EncodeOptions, and without the newline the encoder ends a top-level value with.
+func (e *envelopeEncoder) value(v any) error {
+	e.enc.Reset(&e.buf, resource.EncodeOptions)
+	if err := json.MarshalEncode(e.enc, v); err != nil {
+		return err
+	}
+	if n := e.buf.Len(); n > 0 && e.buf.Bytes()[n-1] == '\n' {
+		e.buf.Truncate(n - 1)
+	}
+	return nil
 }
 
 // writeError answers with the error envelope. An *Error is sent as it is; any other error
@@ -119,11 +188,11 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Error:    errorBody{Type: typ, Message: apiErr.Message, Code: apiErr.Code, Details: details},
 		Metadata: errorMetadata{RequestID: info.id, Timestamp: resource.FormatTime(time.Now())},
 	}
-	body, encErr := json.Marshal(env, resource.EncodeOptions)
+	body, encErr := encodeValue(env)
 	if encErr != nil {
 		// Details held something unencodable; send the envelope without them.
 		env.Error.Details = map[string]any{}
-		body, _ = json.Marshal(env, resource.EncodeOptions)
+		body, _ = encodeValue(env)
 	}
 	writeJSONBytes(w, status, body)
 }
@@ -140,19 +209,19 @@ func fmtInternal(ctx context.Context, what string, err error) *Error {
 	if info := requestInfoFrom(ctx); store.Unreachable(err) || info.storeDown != nil && info.storeDown(ctx) {
 		// A store outage cut the work short (a connection dropped mid-transaction): the
 		// documented 503, not a fault of the service's.
-		info.log.WarnContext(ctx, "store unreachable", "what", what, "err", err)
+		info.logger().WarnContext(ctx, "store unreachable", "what", what, "err", err)
 		e := newError(CodeServiceUnavailable, "The store is not reachable right now. Retry after the time in the Retry-After header.")
 		e.retryAfter = 1
 		return e
 	}
-	requestInfoFrom(ctx).log.ErrorContext(ctx, "internal error", "what", what, "err", err)
+	requestInfoFrom(ctx).logger().ErrorContext(ctx, "internal error", "what", what, "err", err)
 	return errInternal
 }
 
 func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h[headerContentType] = []string{"application/json; charset=utf-8"}
+	h[headerContentLength] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -71,7 +71,7 @@ func (s *Server) handleReady() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		if err := s.cfg.Store.Ping(ctx); err != nil {
-			requestInfoFrom(r.Context()).log.Warn("readiness check failed", "err", err)
+			requestInfoFrom(r.Context()).logger().Warn("readiness check failed", "err", err)
 			writeError(w, r, newError(CodeServiceUnavailable, "The store is not reachable."))
 			return
 		}

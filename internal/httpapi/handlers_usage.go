@@ -100,7 +100,7 @@ func (s *Server) handleUsage() http.Handler {
 		}
 		states, err := s.limits.Peek(r.Context(), s.cfg.Limiter, p, s.cfg.Now())
 		if err != nil {
-			requestInfoFrom(r.Context()).log.Warn("rate limiter unavailable for usage", "err", err)
+			requestInfoFrom(r.Context()).logger().Warn("rate limiter unavailable for usage", "err", err)
 		}
 		view.RateLimits = make([]rateLimitState, len(states))
 		for i, st := range states {

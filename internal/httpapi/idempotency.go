@@ -85,7 +85,7 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key strin
 	}
 	state, token, stored, err := s.cfg.Store.BeginIdempotent(r.Context(), k, idempotencyPolicy, s.cfg.Now())
 	if err != nil {
-		info.log.Error("idempotency store failure", "err", err)
+		info.logger().Error("idempotency store failure", "err", err)
 		writeError(w, r, newError(CodeServiceUnavailable, "The service cannot check the Idempotency-Key right now. Retry shortly."))
 		return
 	}
@@ -118,7 +118,7 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key strin
 		if p := recover(); p != nil {
 			stopRenewing()
 			if err := s.cfg.Store.ReleaseIdempotent(context.WithoutCancel(r.Context()), k, token); err != nil {
-				info.log.Error("release idempotency key after a panic", "err", err)
+				info.logger().Error("release idempotency key after a panic", "err", err)
 			}
 			panic(p)
 		}
@@ -133,14 +133,14 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, key strin
 	// with the same key must run once there is room.
 	if capture.status >= 500 || capture.status == http.StatusTooManyRequests {
 		if err := s.cfg.Store.ReleaseIdempotent(settle, k, token); err != nil {
-			info.log.Error("release idempotency key", "err", err)
+			info.logger().Error("release idempotency key", "err", err)
 		}
 	} else if claim.completed {
 		// The work's store write completed the record in its own transaction.
 	} else if err := s.cfg.Store.CompleteIdempotent(settle, k, token, store.StoredResponse{Status: capture.status, Body: capture.body.Bytes()}, s.cfg.Now()); err != nil {
 		// The work is done and its answer goes out; a retry will find the key in flight
 		// until it is reclaimed. Worth an alert, not a failed request.
-		info.log.Error("store idempotent response", "err", err)
+		info.logger().Error("store idempotent response", "err", err)
 	}
 	w.WriteHeader(capture.status)
 	_, _ = w.Write(capture.body.Bytes())
@@ -175,11 +175,11 @@ func (s *Server) renewIdempotent(ctx context.Context, k store.IdempotencyKey, to
 			if errors.Is(err, store.ErrIdempotencyLost) {
 				// Taken over after the lease ran out: the work's own completion will fail
 				// too (its write is rolled back), so stop renewing.
-				requestInfoFrom(ctx).log.Warn("idempotency key lease lost while the request ran", "err", err)
+				requestInfoFrom(ctx).logger().Warn("idempotency key lease lost while the request ran", "err", err)
 				return
 			}
 			if err != nil {
-				requestInfoFrom(ctx).log.Error("renew idempotency key lease", "err", err)
+				requestInfoFrom(ctx).logger().Error("renew idempotency key lease", "err", err)
 			}
 		}
 	}()

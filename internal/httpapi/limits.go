@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"fmt"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"riskapi/internal/product"
@@ -30,23 +28,52 @@ func productOfScope(scope string) string {
 func setLimitHeaders(h http.Header, applied []ratepolicy.Limit, states []ratelimit.State, now time.Time, refused bool) int {
 	tight := ratelimit.Tightest(states)
 	index := slices.IndexFunc(states, func(st ratelimit.State) bool { return st.Bucket == tight.Bucket })
-	h.Set("X-RateLimit-Limit", strconv.FormatInt(tight.Bucket.Limit, 10))
-	h.Set("X-RateLimit-Remaining", strconv.FormatInt(tight.Remaining(), 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(tight.Reset.Unix(), 10))
-	policies := make([]string, len(states))
-	current := make([]string, len(states))
+	h[headerRateLimitLimit] = []string{strconv.FormatInt(tight.Bucket.Limit, 10)}
+	h[headerRateLimitRemaining] = []string{strconv.FormatInt(tight.Remaining(), 10)}
+	h[headerRateLimitReset] = []string{strconv.FormatInt(tight.Reset.Unix(), 10)}
+	// `"name";q=limit;w=window` and `"name";r=remaining;t=seconds`, joined with ", ",
+	// appended in one buffer each: fmt.Sprintf and strings.Join took a third of the
+	// middleware's header work.
+	var policies, current []byte
 	for i, st := range states {
+		if i > 0 {
+			policies, current = append(policies, ", "...), append(current, ", "...)
+		}
 		name := applied[i].Policy
-		policies[i] = fmt.Sprintf("%q;q=%d;w=%d", name, st.Bucket.Limit, st.Bucket.Window.Seconds())
-		current[i] = fmt.Sprintf("%q;r=%d;t=%d", name, st.Remaining(), secondsUntil(now, st.Reset))
+		policies = strconv.AppendQuote(policies, name)
+		policies = append(policies, ";q="...)
+		policies = strconv.AppendInt(policies, st.Bucket.Limit, 10)
+		policies = append(policies, ";w="...)
+		policies = strconv.AppendInt(policies, st.Bucket.Window.Seconds(), 10)
+		current = strconv.AppendQuote(current, name)
+		current = append(current, ";r="...)
+		current = strconv.AppendInt(current, st.Remaining(), 10)
+		current = append(current, ";t="...)
+		current = strconv.AppendInt(current, secondsUntil(now, st.Reset), 10)
 	}
-	h.Set("RateLimit-Policy", strings.Join(policies, ", "))
-	h.Set("RateLimit", strings.Join(current, ", "))
+	h[headerRateLimitPolicy] = []string{string(policies)}
+	h[headerRateLimit] = []string{string(current)}
 	if refused {
 		h.Set("Retry-After", strconv.FormatInt(secondsUntil(now, tight.Reset), 10))
 	}
 	return index
 }
+
+// The names of the headers every request gets, in their canonical form
+// (textproto.CanonicalMIMEHeaderKey, TestHeaderNamesAreCanonical), so that they are set in
+// the header map directly: http.Header.Set canonicalizes the name on every call, which was
+// a tenth of the middleware's cost on GET /v1/account. On the wire they read the same as
+// with Set, which writes the canonical form too.
+const (
+	headerRequestID          = "X-Request-Id"
+	headerRateLimitLimit     = "X-Ratelimit-Limit"
+	headerRateLimitRemaining = "X-Ratelimit-Remaining"
+	headerRateLimitReset     = "X-Ratelimit-Reset"
+	headerRateLimitPolicy    = "Ratelimit-Policy"
+	headerRateLimit          = "Ratelimit"
+	headerContentType        = "Content-Type"
+	headerContentLength      = "Content-Length"
+)
 
 // secondsUntil is the whole seconds from now to t, rounded up and at least 1, so a client
 // that waits that long is never early.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,5 +257,49 @@ func TestRedisDownFallsBackToProcessMemory(t *testing.T) {
 	b.postProbe(key, `{"value":"a"}`, nil).wantError(t, http.StatusTooManyRequests, "rate_limit_error", CodeRateLimited)
 	if !strings.Contains(logs.String(), "WARN") {
 		t.Fatal("the fall-back was not logged")
+	}
+}
+
+func TestHeaderNamesAreCanonical(t *testing.T) {
+	for _, name := range []string{headerRequestID, headerRateLimitLimit, headerRateLimitRemaining, headerRateLimitReset,
+		headerRateLimitPolicy, headerRateLimit, headerContentType, headerContentLength} {
+		if c := textproto.CanonicalMIMEHeaderKey(name); c != name {
+			t.Errorf("header name %q is not canonical (%q): a map write would not be found by Get", name, c)
+		}
+	}
+}
+
+// The IETF fields list every bucket, in order, as `"name";q=limit;w=window` and
+// `"name";r=remaining;t=seconds`.
+func TestSetLimitHeadersFields(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 20, 30, 0, time.UTC)
+	applied := []ratepolicy.Limit{
+		{Policy: "drift", Bucket: ratelimit.Bucket{Key: "{a}:drift", Limit: 500, Window: ratelimit.Hour}},
+		{Policy: "key", Bucket: ratelimit.Bucket{Key: "{a}:key:k", Limit: 60, Window: ratelimit.Hour}},
+	}
+	states := []ratelimit.State{
+		{Bucket: applied[0].Bucket, Count: 10, Reset: ratelimit.Hour.End(now)},
+		{Bucket: applied[1].Bucket, Count: 60, Reset: ratelimit.Hour.End(now)},
+	}
+	h := http.Header{}
+	if i := setLimitHeaders(h, applied, states, now, false); i != 1 {
+		t.Errorf("tightest index %d, want 1", i)
+	}
+	want := map[string]string{
+		"X-RateLimit-Limit":     "60",
+		"X-RateLimit-Remaining": "0",
+		"X-RateLimit-Reset":     strconv.FormatInt(ratelimit.Hour.End(now).Unix(), 10),
+		"RateLimit-Policy":      `"drift";q=500;w=3600, "key";q=60;w=3600`,
+		"RateLimit":             `"drift";r=490;t=2370, "key";r=0;t=2370`,
+		"Retry-After":           "",
+	}
+	for name, v := range want {
+		if got := h.Get(name); got != v {
+			t.Errorf("%s: %q, want %q", name, got, v)
+		}
+	}
+	setLimitHeaders(h, applied[:1], states[:1], now, true)
+	if got := h.Get("Retry-After"); got != "2370" {
+		t.Errorf("Retry-After %q on a refusal, want 2370", got)
 	}
 }

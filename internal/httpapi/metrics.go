@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,21 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// series keeps each label set's counter and histogram (seriesKey → *seriesOf), so that a
+	// request finds its two series with one map read rather than hashing its labels into
+	// both vectors and formatting its status: about 1 µs a request. It holds what the
+	// vectors hold, the label sets seen, no more.
+	series sync.Map
+}
+
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+type seriesOf struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newHTTPMetrics(reg *prometheus.Registry) (*httpMetrics, error) {
@@ -43,6 +59,15 @@ func newHTTPMetrics(reg *prometheus.Registry) (*httpMetrics, error) {
 }
 
 func (m *httpMetrics) observe(method, route string, status int, elapsed time.Duration) {
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
+	key := seriesKey{method, route, status}
+	v, ok := m.series.Load(key)
+	if !ok {
+		v, _ = m.series.LoadOrStore(key, &seriesOf{
+			requests: m.requests.WithLabelValues(method, route, strconv.Itoa(status)),
+			duration: m.duration.WithLabelValues(method, route),
+		})
+	}
+	series := v.(*seriesOf)
+	series.requests.Inc()
+	series.duration.Observe(elapsed.Seconds())
 }

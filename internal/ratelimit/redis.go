@@ -50,13 +50,13 @@ return counts
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
-	take   *redis.Script
+	take   *takeBatcher
 }
 
 // NewRedis returns a limiter that counts in the Redis behind client, under keys that start
 // with prefix (e.g. "riskapi:rl:"). The caller owns client and closes it.
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
-	return &Redis{client: client, prefix: prefix, take: redis.NewScript(takeScript)}
+	return &Redis{client: client, prefix: prefix, take: &takeBatcher{client: client, script: redis.NewScript(takeScript)}}
 }
 
 // redisKey returns the Redis key of a bucket's counter in the window starting at start (Unix seconds).
@@ -65,9 +65,9 @@ func (r *Redis) redisKey(key string, w Window, start int64) string {
 }
 
 // Take counts one request in the window containing now of every bucket, in one round
-// trip; see Limiter. The script is sent by digest (EVALSHA), and in full (EVAL) only when
-// the Redis server answers that it has not cached it: a second round trip once after each
-// Redis restart or SCRIPT FLUSH.
+// trip, which concurrent Takes share (takeBatcher); see Limiter. The script is sent by
+// digest (EVALSHA), and in full (EVAL) only when the Redis server answers that it has not
+// cached it: a second round trip once after each Redis restart or SCRIPT FLUSH.
 func (r *Redis) Take(ctx context.Context, now time.Time, buckets ...Bucket) ([]State, error) {
 	if err := validateBuckets(buckets); err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (r *Redis) Take(ctx context.Context, now time.Time, buckets ...Bucket) ([]S
 		expireAt[i] = reset.Add(keyExpiryGrace).UnixMilli()
 		states[i] = State{Bucket: b, Reset: reset}
 	}
-	counts, err := r.take.Run(ctx, r.client, keys, expireAt...).Int64Slice()
+	counts, err := r.take.take(ctx, keys, expireAt)
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: redis take: %w", err)
 	}
