@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
@@ -103,5 +104,48 @@ func TestRotationScrubsPlaintext(t *testing.T) {
 	}
 	if rotation.Reencrypted != 20 || rotation.FromPlaintext != 20 || !rotation.Scrubbed {
 		t.Fatalf("rotation = %+v, want 20 secrets re-encrypted from plaintext, scrubbed", rotation)
+	}
+}
+
+// Another connection's checkpoint (a store's checkpointer runs one every 250 ms) holds the
+// checkpoint lock, which SQLite never waits for: the scrubbing checkpoint is tried again
+// until it gets it, instead of reporting the scrub undone at once.
+func TestRotationScrubsDuringAnotherCheckpoint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	plain := open(t, dir)
+	storetest.UseWebhookSecrets(t, plain) // two endpoints' secrets
+	if err := plain.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", "file:"+filepath.Join(dir, sqlite.FileName)+"?_pragma=wal_autocheckpoint(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetMaxOpenConns(1)
+	// 16 MiB in the log, for the other connection's checkpoint to copy while the rotation runs.
+	if _, err := other.Exec(`CREATE TABLE ballast (b BLOB); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 4096)
+		INSERT INTO ballast SELECT randomblob(4096) FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		close(started)
+		_, err := other.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		done <- err
+	}()
+	<-started
+	ring, _ := storetest.NewRing(t)
+	rotation, err := openWithKeys(t, dir, ring).RotateWebhookSecrets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !rotation.Scrubbed || rotation.FromPlaintext != 2 {
+		t.Fatalf("rotation = %+v, want 2 secrets from plaintext, scrubbed once the other checkpoint ended", rotation)
 	}
 }

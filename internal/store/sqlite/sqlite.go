@@ -69,15 +69,30 @@ var dialect = sqlstore.Dialect{
 // writer runs with secure_delete, so the main file's pages hold no deleted content once the
 // write-ahead log is checkpointed into it; the log itself, which keeps the old page images,
 // is then truncated to zero bytes. The checkpoint cannot finish while another connection
-// (a running server's reader) reads an older snapshot: it reports false then, and the old
-// images go with a later checkpoint.
+// (a running server's reader) reads an older snapshot, nor while another checkpoint runs (a
+// store's checkpointer, every 250 ms, in this process or a server's): it is tried again for
+// up to scrubWait, then reports false, and the old images go with a later checkpoint.
 func scrub(ctx context.Context, db *sql.DB) (bool, error) {
-	var busy, logFrames, checkpointed int
-	if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil {
-		return false, fmt.Errorf("sqlite checkpoint: %w", err)
+	deadline := time.Now().Add(scrubWait)
+	for {
+		var busy, logFrames, checkpointed int
+		if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed); err != nil {
+			return false, fmt.Errorf("sqlite checkpoint: %w", err)
+		}
+		if busy == 0 || time.Now().After(deadline) {
+			return busy == 0, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return busy == 0, nil
 }
+
+// scrubWait is how long scrub tries its checkpoint: a checkpointer's PASSIVE checkpoint
+// takes milliseconds, a reader's snapshot as long as its query.
+const scrubWait = 5 * time.Second
 
 // Open creates dir if needed, opens <dir>/riskapi.db, applies pending migrations and returns
 // the store; opts are sqlstore's (sqlstore.WithSecretKeys). Every Open migrates; that is
