@@ -212,6 +212,7 @@ func openWriter(path string) (*sql.DB, error) {
 		// which spills to a temporary file past 64 KiB, a system call a page. That was a
 		// quarter of the writes of a Drift event batch. In memory it holds the pages one
 		// statement changes (a 500-event insert: a few MiB) and goes with the statement.
+		// Migrations run with temporary files on disk (migrate).
 		"temp_store(MEMORY)",
 	}, url.Values{"_txlock": {"immediate"}}))
 	if err != nil {
@@ -297,7 +298,17 @@ func migrate(ctx context.Context, dir string, db *sql.DB) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Temporary files on disk while migrating (the writer keeps its temporary storage in
+	// memory, for the statement journals of its inserts): a migration that sorts a large
+	// table, as building an index does, would otherwise hold the whole sort in memory. db is
+	// the writer's one connection, so the pragma applies to every statement of the migration.
+	if _, err := db.ExecContext(ctx, `PRAGMA temp_store = FILE`); err != nil {
+		return 0, errors.Join(fmt.Errorf("sqlite migrate: %w", err), unlock())
+	}
 	version, err := sqlstore.Migrate(ctx, db, goose.DialectSQLite3, fsys)
+	if _, perr := db.ExecContext(ctx, `PRAGMA temp_store = MEMORY`); perr != nil && err == nil {
+		err = fmt.Errorf("sqlite migrate: %w", perr)
+	}
 	if err == nil {
 		// River's tables, under the same lock.
 		if err = jobs.Migrate(ctx, riversqlite.New(db)); err != nil {
