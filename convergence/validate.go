@@ -2,6 +2,7 @@ package convergence
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -131,13 +132,15 @@ func validate(in *Input) (*input, *engine.InputError) {
 		return nil, engine.Invalid(CodeInvalidMarketID, "market_id", MarketIDExpected, rec,
 			"market_id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'.")
 	}
-	if err := v.indexObservations(in.Observations); err != nil {
+	// Validation has no context: its loops run to the end, on in.Run's workers.
+	stop := &stopper{ctx: context.Background(), crew: newCrew(in.Run)}
+	if err := v.indexObservations(in.Observations, stop); err != nil {
 		return nil, err
 	}
 	if err := v.indexBids(in.Bids); err != nil {
 		return nil, err
 	}
-	if err := v.indexMessages(in.Communications); err != nil {
+	if err := v.indexMessages(in.Communications, stop); err != nil {
 		return nil, err
 	}
 	if b := in.Benchmarks; b != nil {
@@ -191,19 +194,84 @@ type obsKey struct {
 	key  int64
 }
 
-func (v *input) indexObservations(obs []Observation) *engine.InputError {
-	firmIdx := map[string]int32{}
-	segIdx := map[string]int32{}
-	type parsed struct {
-		form periodForm
-		key  int64
+// parsedPeriod is a period's form and ordering key.
+type parsedPeriod struct {
+	form periodForm
+	key  int64
+}
+
+// rowChunks is the number of chunks a pass over n rows is cut into: one on one worker, else
+// four per worker (rows of one firm or period are not spread evenly), at least
+// minChunkRows rows each.
+func rowChunks(n int, stop *stopper) int {
+	if stop.crew == nil {
+		return 1
 	}
-	cache := map[string]parsed{}
-	periodOf := map[int64]Period{}
+	return max(1, min(4*(cap(stop.crew.tokens)+1), n/minChunkRows))
+}
+
+// minChunkRows is the fewest rows of a chunk of rowChunks.
+const minChunkRows = 1024
+
+func (v *input) indexObservations(obs []Observation, stop *stopper) *engine.InputError {
+	// A first pass, its chunks of rows units of stop's loop, parses each row's period (once
+	// per distinct period of the chunk) and numbers its firm and period in the order of
+	// their first appearance in the chunk. The chunks' numbers are then joined in chunk
+	// order, which numbers the firms, and picks each period's first form, in the order of
+	// their first appearance in the document, as one pass would.
+	chunks := rowChunks(len(obs), stop)
+	rowPeriod := make([]parsedPeriod, len(obs))
+	rowFirm := make([]int32, len(obs)) // the firm's number in the row's chunk
+	chunkFirms := make([][]string, chunks)
+	chunkPeriods := make([][]int32, chunks) // rows of the chunk's first appearances of a key
+	stop.each(chunks, 1, func(c int, _ *stopper) {
+		cache := map[string]parsedPeriod{}
+		firms := map[string]int32{}
+		keys := map[int64]struct{}{}
+		for i := c * len(obs) / chunks; i < (c+1)*len(obs)/chunks; i++ {
+			o := &obs[i]
+			pc, ok := cache[o.Period.raw]
+			if !ok {
+				f, k := o.Period.parse()
+				pc = parsedPeriod{f, k}
+				cache[o.Period.raw] = pc
+			}
+			rowPeriod[i] = pc
+			f, ok := firms[o.Firm]
+			if !ok {
+				f = int32(len(chunkFirms[c]))
+				firms[o.Firm] = f
+				chunkFirms[c] = append(chunkFirms[c], o.Firm)
+			}
+			rowFirm[i] = f
+			if _, ok := keys[pc.key]; !ok && pc.form != formInvalid {
+				keys[pc.key] = struct{}{}
+				chunkPeriods[c] = append(chunkPeriods[c], int32(i))
+			}
+		}
+	})
+	firmIdx := make(map[string]int32, len(chunkFirms[0]))
+	firmOf := make([][]int32, chunks) // chunk's firm number → the firm's index
+	for c, names := range chunkFirms {
+		firmOf[c] = make([]int32, len(names))
+		for k, name := range names {
+			f, ok := firmIdx[name]
+			if !ok {
+				f = int32(len(firmIdx))
+				firmIdx[name] = f
+			}
+			firmOf[c][k] = f
+		}
+	}
+	segIdx := map[string]int32{}
 	v.rows = make([]obsRow, 0, len(obs))
 	v.allCost, v.allQty = len(obs) > 0, len(obs) > 0
+	c := 0 // the chunk of row i
 	for i := range obs {
 		o := &obs[i]
+		for i >= (c+1)*len(obs)/chunks {
+			c++
+		}
 		fail := func(field, expected, received, format string, args ...any) *engine.InputError {
 			// A repeated observation earlier in the document is the first failure.
 			if err := v.firstDuplicate(obs, i); err != nil {
@@ -218,12 +286,7 @@ func (v *input) indexObservations(obs []Observation) *engine.InputError {
 		if len(o.Firm) > maxNameLen {
 			return fail(".firm", "string (1-128 chars)", "string", ".firm must be at most 128 characters long.")
 		}
-		pc, ok := cache[o.Period.raw]
-		if !ok {
-			f, k := o.Period.parse()
-			pc = parsed{f, k}
-			cache[o.Period.raw] = pc
-		}
+		pc := rowPeriod[i]
 		if pc.form == formInvalid {
 			return fail(".period", periodExpectation, o.Period.jsonKind(), ".period must be an integer or an RFC 3339 date or date-time.")
 		}
@@ -268,16 +331,19 @@ func (v *input) indexObservations(obs []Observation) *engine.InputError {
 			seg = s
 			v.anySeg = true
 		}
-		f, ok := firmIdx[o.Firm]
-		if !ok {
-			f = int32(len(v.firms))
-			firmIdx[o.Firm] = f
-			v.firms = append(v.firms, o.Firm)
+		v.rows = append(v.rows, obsRow{firm: firmOf[c][rowFirm[i]], seg: seg, key: pc.key, row: int32(i), price: *o.Price, cost: cost, qty: qty})
+	}
+	v.firms = make([]string, len(firmIdx))
+	for name, f := range firmIdx {
+		v.firms[f] = name
+	}
+	periodOf := map[int64]Period{}
+	for _, rows := range chunkPeriods {
+		for _, i := range rows {
+			if key := rowPeriod[i].key; periodOf[key].IsZero() {
+				periodOf[key] = obs[i].Period
+			}
 		}
-		if _, ok := periodOf[pc.key]; !ok {
-			periodOf[pc.key] = o.Period
-		}
-		v.rows = append(v.rows, obsRow{firm: f, seg: seg, key: pc.key, row: int32(i), price: *o.Price, cost: cost, qty: qty})
 	}
 	// Rows by firm (stable, so in document order), then by period and segment.
 	count := make([]int, len(v.firms)+1)
@@ -425,11 +491,21 @@ func (v *input) indexBids(bids []Bid) *engine.InputError {
 	return nil
 }
 
-func (v *input) indexMessages(msgs []Communication) *engine.InputError {
+func (v *input) indexMessages(msgs []Communication, stop *stopper) *engine.InputError {
+	// The timestamps are parsed first, chunks of messages units of stop's loop; the
+	// messages are then checked in document order.
+	chunks := rowChunks(len(msgs), stop)
+	parsed := make([]parsedPeriod, len(msgs))
+	stop.each(chunks, 1, func(c int, _ *stopper) {
+		for i := c * len(msgs) / chunks; i < (c+1)*len(msgs)/chunks; i++ {
+			f, k := msgs[i].Timestamp.parse()
+			parsed[i] = parsedPeriod{f, k}
+		}
+	})
 	v.msgs = make([]message, 0, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		f, k := m.Timestamp.parse()
+		f, k := parsed[i].form, parsed[i].key
 		if okName(m.From) && okName(m.To) && f != formInvalid && (v.form == formInvalid || f == v.form) {
 			v.msgs = append(v.msgs, message{from: m.From, to: m.To, key: k})
 			continue
