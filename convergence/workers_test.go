@@ -3,7 +3,9 @@ package convergence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,4 +158,60 @@ func goroutinesEnd(want int) int {
 		n = runtime.NumGoroutine()
 	}
 	return n
+}
+
+// Validation reports the same first failure on 1, 2, 3 and 8 workers, wherever it is in a
+// market large enough to be checked in many chunks (errors before, in and after other
+// failures, repeated rows included).
+func TestWorkersValidateAlike(t *testing.T) {
+	t.Parallel()
+	base, _ := Generate(ScenarioCartel, 4, GenParams{Firms: 40, Periods: 300, Messages: 1, PeriodForm: FormDate})
+	n := len(base.Observations)
+	edits := map[string]func(in *Input){
+		"valid": func(*Input) {},
+		"missing firm late": func(in *Input) {
+			in.Observations[n-5].Firm = ""
+		},
+		"bad price and earlier repeat": func(in *Input) {
+			in.Observations[n/2] = in.Observations[n/3]
+			in.Observations[n-100].Price = nil
+		},
+		"repeat only": func(in *Input) {
+			in.Observations[n-1] = in.Observations[7]
+		},
+		"integer period among dates": func(in *Input) {
+			in.Observations[3*n/4].Period = IntPeriod(5)
+		},
+		"long segment then negative cost": func(in *Input) {
+			in.Observations[n/5].Segment = string(make([]byte, 200))
+			neg := -1.0
+			in.Observations[n/6].Cost = &neg
+		},
+		"message timestamps": func(in *Input) {
+			in.Communications[len(in.Communications)-3].Timestamp = IntPeriod(4)
+			in.Communications[len(in.Communications)/2].From = ""
+		},
+	}
+	for name, edit := range edits {
+		var want string
+		for _, w := range workerCounts {
+			in := base
+			in.Observations = slices.Clone(base.Observations)
+			in.Communications = slices.Clone(base.Communications)
+			edit(&in)
+			in.Run = Options{Workers: w}
+			got := fmt.Sprint(in.Validate())
+			if w == 1 {
+				want = got
+				t.Logf("%s: %s", name, got)
+				continue
+			}
+			if got != want {
+				t.Errorf("%s on %d workers: %s, want %s (1 worker)", name, w, got, want)
+			}
+		}
+		if name != "valid" && want == "<nil>" {
+			t.Errorf("%s: no failure reported", name)
+		}
+	}
 }
