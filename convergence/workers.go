@@ -17,6 +17,15 @@ type Options struct {
 // cost of handing work out.
 const maxWorkers = 64
 
+// Resolve returns opt with Workers set to the number of goroutines Analyze would work on now
+// (GOMAXPROCS when 0, which the runtime may change while a process runs), so that an
+// Estimate and the Analyze after it count the same workers: the memory admitted for a
+// request's analysis covers the workers it runs on.
+func (opt Options) Resolve() Options {
+	opt.Workers = opt.workers()
+	return opt
+}
+
 // workers is the number of goroutines an analysis works on at most.
 func (opt Options) workers() int {
 	w := opt.Workers
