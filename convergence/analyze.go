@@ -691,7 +691,7 @@ func (a *analysis) windowEffects(members []int, from, to int) (jump, varRatio fl
 		s := &a.pn.firms[members[x]]
 		e := effects{jump: math.NaN(), varRatio: math.NaN()}
 		var mi, mo moments
-		var dIn, dOut []float64
+		dIn, dOut := make([]float64, 0, len(s.t)), make([]float64, 0, len(s.t))
 		for k, t := range s.t {
 			inside := t >= from && t <= to
 			if inside {

@@ -156,7 +156,7 @@ type ptSums struct{ sxy, sxx, syy, n, sp2 float64 }
 // the remaining changes.
 func (s *series) ptSums() ptSums {
 	var ps ptSums
-	var dps, dcs []float64
+	dps, dcs := make([]float64, 0, len(s.p)), make([]float64, 0, len(s.p)) // no growth
 	for k := range s.p {
 		ps.sp2 += s.p[k] * s.p[k]
 		if k > 0 && !math.IsNaN(s.c[k]) && !math.IsNaN(s.c[k-1]) {
