@@ -221,9 +221,9 @@ func analyseCommunication(v *input, pn *panel, stop *stopper) *commStats {
 	if c := stop.crew; c != nil {
 		blocks = max(1, min(len(tested), 4*(cap(c.tokens)+1), commBlockBytes/(8*T)))
 	}
-	counts := make([][]int, blocks)
+	counts := make([]int, blocks*T) // one allocation: none in the workers
 	if stop.each(blocks, 1, func(b int, st *stopper) {
-		sh := make([]int, T)
+		sh := counts[b*T : (b+1)*T]
 		for _, c := range tested[b*len(tested)/blocks : (b+1)*len(tested)/blocks] {
 			if st.check() {
 				return
@@ -245,13 +245,12 @@ func analyseCommunication(v *input, pn *panel, stop *stopper) *commStats {
 				}
 			}
 		}
-		counts[b] = sh
 	}); stop.check() {
 		return cs
 	}
-	shifted := make([]int, T)
-	for _, sh := range counts {
-		for s, x := range sh {
+	shifted := counts[:T]
+	for b := 1; b < blocks; b++ {
+		for s, x := range counts[b*T : (b+1)*T] {
 			shifted[s] += x
 		}
 	}
