@@ -223,8 +223,8 @@ func fitRegimes(pn *panel, stop *stopper) []regimeFit {
 	return fits
 }
 
-// regimes takes the per-firm regime tests (fitRegimes) and clusters significant firms whose segments
-// overlap into groups. "At most one firm has a regime" is rejected when the second-smallest
+// regimes takes the per-firm regime tests (fitRegimes) and clusters significant firms whose
+// segments overlap into groups. "At most one firm has a regime" is rejected when the second-smallest
 // firm p-value is ≤ α_path/(N − 1) (Bonferroni over the N − 1 firms that must then be null).
 func (a *analysis) regimes() {
 	pn := a.pn

@@ -152,9 +152,13 @@ func Estimate(in Input) (engine.Cost, error) {
 		d.tripleKeys*bytesPerTripleKey
 	if d.messages > 0 && d.periods > 0 {
 		// The rotation test's counts: one array of periods per block of coordinated changes,
-		// four blocks per worker, at most commBlockBytes (analyseCommunication).
+		// four blocks per worker, at most commBlockBytes (analyseCommunication); the look-ups
+		// of the messages' pairs, and the pairs' index when it is an array.
 		blocks := min(4*in.Run.workers(), max(1, commBlockBytes/(8*d.periods)))
 		bytes += float64(d.messages)*bytesPerMessageLookup + float64(blocks)*8*float64(d.periods)
+		if F := float64(d.firms); F*F <= maxDensePairs {
+			bytes += 4 * F * F // the pairs' dense index (pairIndex)
+		}
 	}
 	return engine.Cost{
 		CPU:    engine.PerUnit(1, obsNanos+msgNanos+bidNanos),

@@ -62,12 +62,13 @@ func newCrew(opt Options) *crew {
 }
 
 // each calls fn(i, st) for every i in [0, n), in chunks of grain units (0: about a
-// sixteenth of n per worker, at most 256 units) taken in turn by the
-// caller and by helpers it starts while tokens are free and chunks remain. st is the
-// goroutine's own stopper over stop's context (stop itself in the caller), so that the
-// loops' counts of work are never shared. Once a goroutine's stopper has stopped, no new
-// chunk starts; each returns after every helper has returned (a panic in a helper is
-// raised again in the caller), and the caller learns of a cancel from stop.check().
+// sixteenth of n per worker, at most 256 units) taken in turn by the caller and by the
+// helpers it starts while tokens are free and chunks remain. st is the goroutine's own
+// stopper over stop's context (stop itself in the caller), so that the loops' counts of
+// work are never shared. Once a goroutine's stopper has stopped, no new chunk starts; each
+// returns after every helper has returned (a panic in a helper is raised again in the
+// caller), and the caller learns of a cancel from stop.check(). Without a crew it is a
+// plain loop in the caller.
 func (stop *stopper) each(n, grain int, fn func(i int, st *stopper)) {
 	if n <= 0 {
 		return
