@@ -212,10 +212,10 @@ func secondSmallest(ps []float64) float64 {
 	return s[1]
 }
 
-// fitRegimes runs the per-firm regime test (fitRegime), one firm a unit of stop's loop.
+// fitRegimes runs the per-firm regime test (fitRegime), each firm a unit of stop's loop.
 func fitRegimes(pn *panel, stop *stopper) []regimeFit {
 	fits := make([]regimeFit, len(pn.firms))
-	stop.each(len(pn.firms), 1, func(i int, st *stopper) {
+	stop.each(len(pn.firms), 0, func(i int, st *stopper) {
 		if !st.check() {
 			fits[i] = fitRegime(&pn.firms[i], i)
 		}
@@ -687,7 +687,7 @@ func (a *analysis) windowEffects(members []int, from, to int) (jump, varRatio fl
 		hasJump        bool
 	}
 	each := make([]effects, len(members))
-	a.stop.each(len(members), 1, func(x int, _ *stopper) {
+	a.stop.each(len(members), 0, func(x int, _ *stopper) {
 		s := &a.pn.firms[members[x]]
 		e := effects{jump: math.NaN(), varRatio: math.NaN()}
 		var mi, mo moments
