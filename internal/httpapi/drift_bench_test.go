@@ -1,8 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"riskapi/drift"
 )
@@ -23,4 +28,49 @@ func BenchmarkDriftAnalyze100k(b *testing.B) {
 	b.Run("inline-idempotent", func(b *testing.B) {
 		postLoop(b, bb, key, "/v1/drift/analyze", body, http.StatusOK, `"shadow_principal_detected":true`, true)
 	})
+	// decode is the request's decoding and validation alone, as handleJSON does them (the
+	// bulk decoder, its events on GOMAXPROCS workers).
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var req analyzeDriftRequest
+			if e := decodeJSONContext(context.Background(), body, &req); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+	// decode-floor is the peer of the path: json.Unmarshal of the same body into plain value
+	// structs of the event's shape, with no presence bits, no validation and one goroutine.
+	// BenchmarkDriftAnalyze100k/inline over decode-floor is the ratio docs/methods/drift.md
+	// reports.
+	b.Run("decode-floor", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var req floorRequest
+			if err := json.Unmarshal(body, &req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// floorRequest mirrors the body of POST /v1/drift/analyze with plain values: what decoding
+// costs at the least, the peer of BenchmarkDriftAnalyze100k.
+type floorRequest struct {
+	AgentID string `json:"agent_id"`
+	Events  []struct {
+		ID                   string    `json:"id"`
+		Timestamp            time.Time `json:"timestamp"`
+		Action               string    `json:"action"`
+		PrincipalValue       float64   `json:"principal_value"`
+		BestAlternativeValue float64   `json:"best_alternative_value"`
+		Beneficiaries        []struct {
+			Party string  `json:"party"`
+			Value float64 `json:"value"`
+		} `json:"beneficiaries"`
+		InstructedBy    string         `json:"instructed_by"`
+		DelegationDepth int            `json:"delegation_depth"`
+		Overridden      bool           `json:"overridden"`
+		Attributes      jsontext.Value `json:"attributes"`
+	} `json:"events"`
 }

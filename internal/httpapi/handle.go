@@ -49,7 +49,7 @@ func handleJSON[Req any](s *Server, do doFunc[Req]) http.Handler {
 			return
 		}
 		var req Req
-		if e := decodeJSON(body, &req); e != nil {
+		if e := decodeJSONContext(r.Context(), body, &req); e != nil {
 			writeError(w, r, e)
 			return
 		}

@@ -1,0 +1,249 @@
+package drift
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+)
+
+// workerCounts are the worker counts every bulk-decoding test compares.
+var workerCounts = []int{1, 2, 3, 8}
+
+// bulkBody is a request body of n generated events with every kind of member: ids,
+// attributes, instruction sources, depths, overrides, beneficiaries (some empty).
+func bulkBody(t testing.TB, scenario string, seed int64, n int) []byte {
+	t.Helper()
+	in, _ := Generate(scenario, seed, GenParams{Events: n})
+	in.Events = append([]Event(nil), in.Events...)
+	for i := range in.Events {
+		ev := &in.Events[i]
+		switch i % 7 {
+		case 1:
+			ev.Attributes = []byte(`{"channel": "web", "n": [1, 2.5, {"k": null}]}`)
+		case 3:
+			ev.Beneficiaries = []Beneficiary{}
+		case 5:
+			ev.ID = ""
+		}
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// unmarshalInput decodes body as the API did before the bulk decoder, and does after it
+// declines a body.
+func unmarshalInput(body []byte) (Input, error) {
+	var in Input
+	err := json.Unmarshal(body, &in, json.RejectUnknownMembers(true))
+	return in, err
+}
+
+// checkBulk decodes body with every worker count and checks that the bulk decoder either
+// declines it or gives exactly what json.Unmarshal gives; it reports whether it took it.
+func checkBulk(t *testing.T, body []byte) bool {
+	t.Helper()
+	want, err := unmarshalInput(body)
+	took := false
+	for _, w := range workerCounts {
+		var got Input
+		ok := DecodeInput(context.Background(), body, &got, w)
+		switch {
+		case ok && err != nil:
+			t.Fatalf("workers=%d: the bulk decoder took a body json.Unmarshal refuses (%v):\n%.300s", w, err, body)
+		case ok && !reflect.DeepEqual(got, want):
+			t.Fatalf("workers=%d: the bulk decoder decoded a body differently from json.Unmarshal:\n%.300s", w, body)
+		case w > 1 && ok != took:
+			t.Fatalf("workers=%d: took=%v, but %v with one worker", w, ok, took)
+		}
+		took = ok
+	}
+	return took
+}
+
+// The bulk decoder gives json.Unmarshal's value for every worker count, and the analyses
+// of what it decodes are the same bytes.
+func TestWorkersDecodeLikeUnmarshal(t *testing.T) {
+	t.Parallel()
+	for _, scenario := range []string{ScenarioShadow, ScenarioAligned, ScenarioPromptInjection} {
+		body := bulkBody(t, scenario, 3, 3000)
+		if !checkBulk(t, body) {
+			t.Fatalf("%s: the bulk decoder declined a generated body", scenario)
+		}
+		var first []byte
+		for _, w := range workerCounts {
+			var in Input
+			DecodeInput(context.Background(), body, &in, w)
+			a, err := Analyze(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := json.Marshal(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = out
+			} else if !bytes.Equal(out, first) {
+				t.Fatalf("%s: workers=%d analysed the events differently", scenario, w)
+			}
+		}
+	}
+}
+
+// Bodies the bulk decoder must decline (json.Unmarshal reports their error, or decodes a
+// form the bulk decoder leaves to it) and bodies it must take, at several positions.
+func TestWorkersDeclineWhatTheyCannotDecodeExactly(t *testing.T) {
+	t.Parallel()
+	body := bulkBody(t, ScenarioShadow, 5, 400)
+	events := bytes.Index(body, []byte(`"events":[`)) + len(`"events":[`)
+	// The offsets of some event starts: the first, one in the middle, the last.
+	var starts []int
+	for i := events; i < len(body); {
+		k := bytes.Index(body[i:], []byte(`{"id":`))
+		if k < 0 {
+			k = bytes.Index(body[i:], []byte(`{"timestamp":`))
+		}
+		if k < 0 {
+			break
+		}
+		starts = append(starts, i+k)
+		i += k + 1
+	}
+	at := []int{starts[0], starts[len(starts)/2], starts[len(starts)-1]}
+	edits := []struct {
+		name string
+		edit func(ev []byte) []byte
+	}{
+		{"unknown member", func(ev []byte) []byte { return append([]byte(`{"actoin":"x",`), ev[1:]...) }},
+		{"duplicate member", func(ev []byte) []byte { return append([]byte(`{"action":"x","action":"y",`), ev[1:]...) }},
+		{"wrong type", func(ev []byte) []byte { return append([]byte(`{"principal_value":"12",`), ev[1:]...) }},
+		{"integer with a fraction", func(ev []byte) []byte { return append([]byte(`{"delegation_depth":1.5,`), ev[1:]...) }},
+		{"bad timestamp", func(ev []byte) []byte { return append([]byte(`{"timestamp":"2026-13-01T00:00:00Z",`), ev[1:]...) }},
+		{"one-digit hour", func(ev []byte) []byte { return append([]byte(`{"timestamp":"2026-01-01T1:00:00Z",`), ev[1:]...) }},
+		{"null member", func(ev []byte) []byte { return append([]byte(`{"instructed_by":null,`), ev[1:]...) }},
+		{"escaped string", func(ev []byte) []byte { return append([]byte(`{"action":"p\u0075rchase",`), ev[1:]...) }},
+		{"invalid UTF-8", func(ev []byte) []byte { return append([]byte("{\"action\":\"p\xffx\","), ev[1:]...) }},
+		{"number out of range", func(ev []byte) []byte { return append([]byte(`{"principal_value":1e999,`), ev[1:]...) }},
+		{"bad attributes", func(ev []byte) []byte { return append([]byte(`{"attributes":{"a":1,"a":2},`), ev[1:]...) }},
+		{"beneficiary member unknown", func(ev []byte) []byte {
+			return append([]byte(`{"beneficiaries":[{"party":"a","value":1,"share":2}],`), ev[1:]...)
+		}},
+		{"truncated", func(ev []byte) []byte { return ev[:len(ev)/2] }},
+		{"missing comma", func(ev []byte) []byte { return append([]byte(`{"action":"x" "id":"y",`), ev[1:]...) }},
+		{"not an object", func(ev []byte) []byte { return append([]byte(`[1],`), ev...) }},
+		{"trailing garbage in a value", func(ev []byte) []byte { return append([]byte(`{"overridden":truex,`), ev[1:]...) }},
+	}
+	for _, e := range edits {
+		for _, pos := range at {
+			end := pos + bytes.IndexByte(body[pos:], '}') + 1
+			mutated := append(append(append([]byte(nil), body[:pos]...), e.edit(body[pos:end])...), body[end:]...)
+			if checkBulk(t, mutated) {
+				t.Errorf("%s at byte %d: the bulk decoder took it", e.name, pos)
+			}
+		}
+	}
+	// Forms it takes: whitespace anywhere between tokens, members in any order, no events
+	// member at all (declined: the stored events are read instead).
+	spaced := bytes.ReplaceAll(body, []byte(`,"`), []byte(" ,\n\t\"")) // no string holds `,"`
+	spaced = bytes.ReplaceAll(spaced, []byte(`":`), []byte("\" : "))
+	if !checkBulk(t, spaced) {
+		t.Error("the bulk decoder declined a body with whitespace between tokens")
+	}
+	if checkBulk(t, []byte(`{"agent_id":"a","window":{"from":"2026-01-01T00:00:00Z"}}`)) {
+		t.Error("the bulk decoder took a body without events")
+	}
+}
+
+// Random edits of a small body: wherever a byte is dropped, doubled or replaced, the bulk
+// decoder declines the body or decodes it exactly as json.Unmarshal does.
+func TestWorkersRandomEdits(t *testing.T) {
+	t.Parallel()
+	body := bulkBody(t, ScenarioPromptInjection, 7, 40)
+	r := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "{}[],:\"\\ 0123456789.eE+-tfnaul"
+	for range 3000 {
+		b := append([]byte(nil), body...)
+		i := r.IntN(len(b))
+		switch r.IntN(3) {
+		case 0:
+			b = append(b[:i], b[i+1:]...)
+		case 1:
+			b = append(b[:i+1], b[i:]...)
+		default:
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		checkBulk(t, b)
+	}
+}
+
+// A context that ends stops the workers: the bulk decoder declines the body.
+func TestWorkersStopWhenTheContextEnds(t *testing.T) {
+	t.Parallel()
+	body := bulkBody(t, ScenarioShadow, 1, 5000)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, w := range workerCounts {
+		var in Input
+		if DecodeInput(ctx, body, &in, w) {
+			t.Fatalf("workers=%d: decoded a body for an ended context", w)
+		}
+	}
+}
+
+// Batches and bare arrays of events decode as json.Unmarshal decodes them.
+func TestWorkersDecodeBatchesAndArrays(t *testing.T) {
+	t.Parallel()
+	in, _ := Generate(ScenarioShadow, 2, GenParams{Events: 500})
+	batch := EventBatch{AgentID: "agent_1", Events: in.Events}
+	body, err := json.Marshal(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want EventBatch
+	if err := json.Unmarshal(body, &want, json.RejectUnknownMembers(true)); err != nil {
+		t.Fatal(err)
+	}
+	array, err := json.Marshal(in.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantEvents []Event
+	if err := json.Unmarshal(array, &wantEvents); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range workerCounts {
+		var got EventBatch
+		if !DecodeEventBatch(context.Background(), body, &got, w) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("workers=%d: the batch decoded differently", w)
+		}
+		events, ok := DecodeEvents(context.Background(), append(append([]byte(" \n"), array...), '\n'), w)
+		if !ok || !reflect.DeepEqual(events, wantEvents) {
+			t.Fatalf("workers=%d: the array decoded differently", w)
+		}
+	}
+	if DecodeEventBatch(context.Background(), []byte(strings.Replace(string(body), `"agent_id"`, `"agent"`, 1)), new(EventBatch), 1) {
+		t.Fatal("the batch decoder took an unknown member")
+	}
+}
+
+func ExampleDecodeInput() {
+	body := []byte(`{"agent_id": "agent_7", "events": [
+		{"timestamp": "2026-11-01T10:00:00Z", "action": "purchase", "principal_value": 12.5,
+		 "beneficiaries": [{"party": "vendor_x", "value": 1.5}]}]}`)
+	var in Input
+	if !DecodeInput(context.Background(), body, &in, 0) {
+		// json.Unmarshal decodes it and reports its error
+		return
+	}
+	fmt.Println(in.AgentID, len(in.Events), in.Events[0].Action, *in.Events[0].PrincipalValue, in.Events[0].Beneficiaries[0].Party)
+	// Output: agent_7 1 purchase 12.5 vendor_x
+}
