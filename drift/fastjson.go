@@ -35,7 +35,7 @@ import (
 
 // minEventsPerWorker is the least number of events a worker is given: below it, starting a
 // goroutine costs more than the parsing it takes over.
-const minEventsPerWorker = 2048
+const minEventsPerWorker = 512
 
 // Workers is how many goroutines DecodeInput and DecodeEventBatch use for n events at most
 // (GOMAXPROCS, at most 64, and one for each minEventsPerWorker events).
@@ -310,7 +310,7 @@ func decodeEvents(ctx context.Context, b []byte, i int, workers int) ([]Event, i
 	part := func(lo, hi int) {
 		p := newEventParser(hi - lo)
 		for k := lo; k < hi; k++ {
-			if k%1024 == 0 && (failed.Load() || ctx.Err() != nil) || !p.event(b[starts[k]:ends[k]], &events[k]) {
+			if (k-lo)%1024 == 0 && (failed.Load() || ctx.Err() != nil) || !p.event(b[starts[k]:ends[k]], &events[k]) {
 				failed.Store(true)
 				return
 			}

@@ -74,7 +74,7 @@ func checkBulk(t *testing.T, body []byte) bool {
 func TestWorkersDecodeLikeUnmarshal(t *testing.T) {
 	t.Parallel()
 	for _, scenario := range []string{ScenarioShadow, ScenarioAligned, ScenarioPromptInjection} {
-		body := bulkBody(t, scenario, 3, 3000)
+		body := bulkBody(t, scenario, 3, 1200)
 		if !checkBulk(t, body) {
 			t.Fatalf("%s: the bulk decoder declined a generated body", scenario)
 		}
@@ -103,7 +103,7 @@ func TestWorkersDecodeLikeUnmarshal(t *testing.T) {
 // form the bulk decoder leaves to it) and bodies it must take, at several positions.
 func TestWorkersDeclineWhatTheyCannotDecodeExactly(t *testing.T) {
 	t.Parallel()
-	body := bulkBody(t, ScenarioShadow, 5, 400)
+	body := bulkBody(t, ScenarioShadow, 5, 120)
 	events := bytes.Index(body, []byte(`"events":[`)) + len(`"events":[`)
 	// The offsets of some event starts: the first, one in the middle, the last.
 	var starts []int
@@ -170,7 +170,7 @@ func TestWorkersRandomEdits(t *testing.T) {
 	body := bulkBody(t, ScenarioPromptInjection, 7, 40)
 	r := rand.New(rand.NewPCG(1, 2))
 	const alphabet = "{}[],:\"\\ 0123456789.eE+-tfnaul"
-	for range 3000 {
+	for range 1000 {
 		b := append([]byte(nil), body...)
 		i := r.IntN(len(b))
 		switch r.IntN(3) {
@@ -188,7 +188,7 @@ func TestWorkersRandomEdits(t *testing.T) {
 // A context that ends stops the workers: the bulk decoder declines the body.
 func TestWorkersStopWhenTheContextEnds(t *testing.T) {
 	t.Parallel()
-	body := bulkBody(t, ScenarioShadow, 1, 5000)
+	body := bulkBody(t, ScenarioShadow, 1, 2000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, w := range workerCounts {
