@@ -3,6 +3,7 @@ package drift
 import (
 	"bytes"
 	"context"
+	"math"
 	"runtime"
 	"strconv"
 	"sync"
@@ -45,14 +46,16 @@ func Workers(n int) int {
 
 // DecodeInput decodes body, a JSON object, into in on at most workers goroutines (0 or
 // less: Workers of the events), as json.Unmarshal(body, in, json.RejectUnknownMembers(true))
-// would. It returns false, with in unchanged, when the body is not in the form it takes or
-// is not valid, and when ctx ends: the caller then decodes with json.Unmarshal, which
-// reports the error.
+// would. It returns false when the body is not in the form it takes or is not valid, and
+// when ctx ends: the caller then decodes into the same in with json.Unmarshal, which
+// reports the error, and which reuses the memory of the events this decoder made (a body
+// declined at its last event is not held twice).
 func DecodeInput(ctx context.Context, body []byte, in *Input, workers int) bool {
 	var w inputJSON
 	events, ok := decodeObject(ctx, body, workers, []member{{"agent_id", &w.AgentID}, {"principal_id", &w.PrincipalID},
 		{"window", &w.Window}, {"baseline", &w.Baseline}, {"sensitivity", &w.Sensitivity}})
 	if !ok {
+		*in = Input{spare: events}
 		return false
 	}
 	*in = Input{PrincipalID: w.PrincipalID, Events: events, Window: w.Window, Baseline: w.Baseline,
@@ -110,7 +113,11 @@ func decodeObject(ctx context.Context, body []byte, workers int, others []member
 		}
 		return -1
 	})
-	return events, ok && events != nil
+	if !ok || events == nil {
+		clear(events)
+		return events[:0:cap(events)], false
+	}
+	return events, true
 }
 
 // DecodeEvents decodes a JSON array of events (stored events, as the store returns them)
@@ -118,7 +125,7 @@ func decodeObject(ctx context.Context, body []byte, workers int, others []member
 // DecodeInput.
 func DecodeEvents(ctx context.Context, body []byte, workers int) ([]Event, bool) {
 	events, end := decodeEvents(ctx, body, skipSpace(body, 0), workers)
-	if end < 0 || skipSpace(body, end) != len(body) {
+	if end < 0 || skipSpace(body, end) != len(body) || events == nil {
 		return nil, false
 	}
 	return events, true
@@ -269,24 +276,27 @@ func skipValue(b []byte, i int) int {
 var structural = [256]byte{'"': '"', '{': '{', '[': '{', '}': '}', ']': '}'}
 
 // decodeEvents parses the JSON array at b[i] into events on at most workers goroutines and
-// returns them with the index past the array (-1: declined).
+// returns them with the index past the array. When it declines the array (-1) after making
+// the slice, it returns the slice emptied, for json.Unmarshal to fill (see Input.spare).
 func decodeEvents(ctx context.Context, b []byte, i int, workers int) ([]Event, int) {
 	if i >= len(b) || b[i] != '[' {
 		return nil, -1
 	}
-	// The elements' byte ranges: start of element k at starts[k], its end at ends[k].
-	var starts, ends []int
+	if len(b) > math.MaxInt32 {
+		return nil, -1
+	}
+	// The elements' byte ranges.
+	var spans []span
 	if i = skipSpace(b, i+1); i < len(b) && b[i] != ']' {
 		// About 270 bytes an event as the contract's examples write them: one growth at most
 		// for most bodies.
-		starts = make([]int, 0, len(b)/200+1)
-		ends = make([]int, 0, len(b)/200+1)
+		spans = make([]span, 0, len(b)/200+1)
 		for {
 			end := skipValue(b, i)
 			if end < 0 || b[i] != '{' {
 				return nil, -1
 			}
-			starts, ends = append(starts, i), append(ends, end)
+			spans = append(spans, span{int32(i), int32(end)})
 			var done, ok bool
 			if i, done, ok = nextMember(b, end, ']'); !ok {
 				return nil, -1
@@ -298,7 +308,7 @@ func decodeEvents(ctx context.Context, b []byte, i int, workers int) ([]Event, i
 		return nil, -1
 	}
 	end := i // past the ']'
-	n := len(starts)
+	n := len(spans)
 	events := make([]Event, n)
 	if workers <= 0 {
 		workers = Workers(n)
@@ -308,9 +318,9 @@ func decodeEvents(ctx context.Context, b []byte, i int, workers int) ([]Event, i
 	// or ctx ended.
 	var failed atomic.Bool
 	part := func(lo, hi int) {
-		p := newEventParser(hi - lo)
+		p := eventParser{names: make(map[string]string, 64)}
 		for k := lo; k < hi; k++ {
-			if (k-lo)%1024 == 0 && (failed.Load() || ctx.Err() != nil) || !p.event(b[starts[k]:ends[k]], &events[k]) {
+			if (k-lo)%1024 == 0 && (failed.Load() || ctx.Err() != nil) || !p.event(b[spans[k].lo:spans[k].hi], &events[k]) {
 				failed.Store(true)
 				return
 			}
@@ -326,10 +336,19 @@ func decodeEvents(ctx context.Context, b []byte, i int, workers int) ([]Event, i
 		wg.Wait()
 	}
 	if failed.Load() {
-		return nil, -1
+		// What was parsed is dropped; the slice is left to the decoding that follows.
+		clear(events)
+		return events[:0], -1
 	}
 	return events, end
 }
+
+// span is the byte range of an element of an array.
+type span struct{ lo, hi int32 }
+
+// slabSize is the number of values of a slab: one allocation for a few thousand events,
+// and little left unused when a body is declined after its events were parsed.
+const slabSize = 4096
 
 // eventParser parses events of one part: its slabs and shared names are the part's own.
 type eventParser struct {
@@ -338,18 +357,6 @@ type eventParser struct {
 	bools  []bool
 	bens   []Beneficiary
 	names  map[string]string
-}
-
-// newEventParser is a parser for n events: room for two values, one integer, one boolean
-// and two beneficiaries each before any slab grows.
-func newEventParser(n int) *eventParser {
-	return &eventParser{
-		floats: make([]float64, 0, 2*n),
-		ints:   make([]int, 0, n),
-		bools:  make([]bool, 0, n),
-		bens:   make([]Beneficiary, 0, 2*n),
-		names:  make(map[string]string, 64),
-	}
 }
 
 // maxSharedNames bounds the names a parser shares, so that events with a distinct name
@@ -372,7 +379,7 @@ func (p *eventParser) name(b []byte) string {
 // one (the values already handed out stay where they are).
 func slabValue[T any](slab *[]T, v T) *T {
 	if len(*slab) == cap(*slab) {
-		*slab = make([]T, 0, 1024)
+		*slab = make([]T, 0, slabSize)
 	}
 	*slab = append(*slab, v)
 	return &(*slab)[len(*slab)-1]
@@ -520,7 +527,7 @@ func (p *eventParser) beneficiaries(b []byte, i int) ([]Beneficiary, int) {
 		}
 		if len(p.bens) == cap(p.bens) {
 			// A new slab: the beneficiaries of this event so far move with it.
-			grown := make([]Beneficiary, 0, max(1024, 2*(len(p.bens)-first+1)))
+			grown := make([]Beneficiary, 0, max(slabSize, 2*(len(p.bens)-first+1)))
 			p.bens = append(grown, p.bens[first:]...)
 			first = 0
 		}
