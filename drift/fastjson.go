@@ -28,8 +28,8 @@ import (
 //  3. the other members are decoded as json.Unmarshal decodes them.
 //
 // It takes only what it can decode exactly as json.Unmarshal with json.RejectUnknownMembers
-// does (json.go): plain member names of the contract, strings without escapes, no null
-// where a value is expected, no member twice. Anything else — an error of any kind
+// does (json.go): the member names of the contract (top-level ones without escapes), no
+// null where a value is expected, no member twice. Anything else — an error of any kind
 // included — makes it answer false, and the caller decodes the body with json.Unmarshal,
 // which reports the first error in document order with its path. The result does not
 // depend on the number of workers: each event is parsed from its own bytes alone.
@@ -593,24 +593,37 @@ func hasPrefixAt(b []byte, i int, s string) bool {
 	return len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
 }
 
-// plainString returns the content of the string at b[i] and the index past it, or -1 when
-// there is no string there or it has an escape, a control character or invalid UTF-8 (the
-// bulk decoder leaves those to json.Unmarshal).
+// plainString returns the content of the string at b[i], its escapes decoded, and the
+// index past it, or -1 when there is no string there or it is not valid: a control
+// character, invalid UTF-8 or an invalid escape (json.Unmarshal reports those).
 func plainString(b []byte, i int) ([]byte, int) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, -1
 	}
-	ascii := true
+	ascii, escaped := true, false
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
 			s := b[i+1 : j]
-			if !ascii && !utf8.Valid(s) {
+			switch {
+			case escaped:
+				// The JSON package's own unquoting, which refuses what its decoder refuses.
+				var err error
+				if s, err = jsontext.AppendUnquote(nil, b[i:j+1]); err != nil {
+					return nil, -1
+				}
+			case !ascii && !utf8.Valid(s):
 				return nil, -1
 			}
 			return s, j + 1
-		case c == '\\' || c < 0x20:
+		case c < 0x20:
 			return nil, -1
+		case c == '\\':
+			escaped = true
+			j++
+			if j < len(b) && b[j] < 0x20 {
+				return nil, -1
+			}
 		case c >= 0x80:
 			ascii = false
 		}

@@ -130,7 +130,8 @@ func TestWorkersDeclineWhatTheyCannotDecodeExactly(t *testing.T) {
 		{"bad timestamp", func(ev []byte) []byte { return append([]byte(`{"timestamp":"2026-13-01T00:00:00Z",`), ev[1:]...) }},
 		{"one-digit hour", func(ev []byte) []byte { return append([]byte(`{"timestamp":"2026-01-01T1:00:00Z",`), ev[1:]...) }},
 		{"null member", func(ev []byte) []byte { return append([]byte(`{"instructed_by":null,`), ev[1:]...) }},
-		{"escaped string", func(ev []byte) []byte { return append([]byte(`{"action":"p\u0075rchase",`), ev[1:]...) }},
+		{"invalid escape", func(ev []byte) []byte { return append([]byte(`{"action":"p\x",`), ev[1:]...) }},
+		{"escaped control character", func(ev []byte) []byte { return append([]byte("{\"action\":\"p\\\x01\","), ev[1:]...) }},
 		{"invalid UTF-8", func(ev []byte) []byte { return append([]byte("{\"action\":\"p\xffx\","), ev[1:]...) }},
 		{"number out of range", func(ev []byte) []byte { return append([]byte(`{"principal_value":1e999,`), ev[1:]...) }},
 		{"bad attributes", func(ev []byte) []byte { return append([]byte(`{"attributes":{"a":1,"a":2},`), ev[1:]...) }},
@@ -157,6 +158,13 @@ func TestWorkersDeclineWhatTheyCannotDecodeExactly(t *testing.T) {
 	spaced = bytes.ReplaceAll(spaced, []byte(`":`), []byte("\" : "))
 	if !checkBulk(t, spaced) {
 		t.Error("the bulk decoder declined a body with whitespace between tokens")
+	}
+	escaped := bytes.ReplaceAll(body, []byte(`"action":"`), []byte(`"act\u0069on":"\u00e9\ud83d\ude00\/\"\n`))
+	if !checkBulk(t, escaped) {
+		t.Error("the bulk decoder declined a body with escapes")
+	}
+	for _, s := range []string{`\ud800`, `\ud800x`, `\udc00\ud800`, `\u12`, "\xe9"} {
+		checkBulk(t, bytes.ReplaceAll(body, []byte(`"action":"`), []byte(`"action":"`+s))) // taken or not, as json.Unmarshal
 	}
 	if checkBulk(t, []byte(`{"agent_id":"a","window":{"from":"2026-01-01T00:00:00Z"}}`)) {
 		t.Error("the bulk decoder took a body without events")
