@@ -275,6 +275,136 @@ func skipValue(b []byte, i int) int {
 // opening bracket, '}' for a closing one, 0 for the rest.
 var structural = [256]byte{'"': '"', '{': '{', '[': '{', '}': '}', ']': '}'}
 
+// rangeBytesPerEvent is about the size of an event as the contract's examples write it (270
+// bytes), a little under: the room made for the byte ranges of a body's events.
+const rangeBytesPerEvent = 200
+
+// splitRegion is what splitFrom found from one start.
+type splitRegion struct {
+	first int    // the start it was given
+	spans []span // the elements from first on
+	next  int    // the start of the element after the last of spans, at or past limit (-1: none)
+	end   int    // past the array's ']' when the array ended (-1: it did not)
+	ok    bool   // false: not an array of objects from first on
+}
+
+// splitFrom finds the byte ranges of the elements of an array from the element at b[start]
+// on, until one starts at or past limit or the array ends, appending them to spans.
+func splitFrom(b []byte, start, limit int, spans []span) splitRegion {
+	r := splitRegion{first: start, spans: spans, next: -1, end: -1}
+	for i := start; ; {
+		if i >= limit {
+			r.next, r.ok = i, true
+			return r
+		}
+		end := skipValue(b, i)
+		if end < 0 || b[i] != '{' {
+			return r
+		}
+		r.spans = append(r.spans, span{int32(i), int32(end)})
+		var done, ok bool
+		if i, done, ok = nextMember(b, end, ']'); !ok {
+			return r
+		} else if done {
+			r.end, r.ok = i, true
+			return r
+		}
+	}
+}
+
+// splitParallel finds the byte ranges of the elements of the array whose first element
+// starts at b[start] on workers goroutines, each from a guess at an element start in its
+// share of the bytes: the first '{' there after "}," that opens an object whose first
+// member is an event's. Each follows the elements from its guess until it passes the
+// next one's guess; a guess is right when the worker before arrives at it, element by
+// element, from a start that was right. When one is not (a guess inside a string or a
+// nested object), the ranges are found by one goroutine. It returns -1 for a body that
+// is not an array of objects.
+func splitParallel(b []byte, start, workers int) ([]span, int) {
+	guesses := make([]int, workers+1)
+	for w := range guesses {
+		guesses[w] = start + (len(b)-start)*w/workers
+	}
+	guesses[workers] = len(b)
+	regions := make([]splitRegion, workers)
+	perWorker := (len(b)-start)/workers/rangeBytesPerEvent + 1
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			first := start
+			if w > 0 {
+				if first = elementStart(b, guesses[w], guesses[w+1]); first < 0 {
+					regions[w] = splitRegion{first: -1, next: -1, end: -1, ok: true}
+					return
+				}
+			}
+			regions[w] = splitFrom(b, first, guesses[w+1], make([]span, 0, perWorker))
+		})
+	}
+	wg.Wait()
+	total := 0
+	for w, r := range regions {
+		if !r.ok {
+			break
+		}
+		total += len(r.spans)
+		if r.end >= 0 {
+			spans := make([]span, 0, total)
+			for _, r := range regions[:w+1] {
+				spans = append(spans, r.spans...)
+			}
+			return spans, r.end
+		}
+		if w+1 == workers || regions[w+1].first != r.next {
+			break
+		}
+	}
+	r := splitFrom(b, start, len(b), make([]span, 0, (len(b)-start)/rangeBytesPerEvent+1))
+	if !r.ok {
+		return nil, -1
+	}
+	return r.spans, r.end
+}
+
+// elementStart is the first guess at an element start in b[from:limit] (see
+// splitParallel), or -1.
+func elementStart(b []byte, from, limit int) int {
+	for j := from; j < limit; j++ {
+		k := bytes.IndexByte(b[j:limit], '{')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		p := j - 1
+		for p > 0 && isSpace(b[p]) {
+			p--
+		}
+		if p <= 0 || b[p] != ',' {
+			continue
+		}
+		for p--; p > 0 && isSpace(b[p]); p-- {
+		}
+		if b[p] != '}' {
+			continue
+		}
+		name, end := plainString(b, skipSpace(b, j+1))
+		if end >= 0 && eventMember(name) {
+			return j
+		}
+	}
+	return -1
+}
+
+// eventMember reports whether name is a member of an event.
+func eventMember(name []byte) bool {
+	switch string(name) {
+	case "id", "timestamp", "action", "principal_value", "best_alternative_value", "beneficiaries",
+		"instructed_by", "delegation_depth", "overridden", "attributes":
+		return true
+	}
+	return false
+}
+
 // decodeEvents parses the JSON array at b[i] into events on at most workers goroutines and
 // returns them with the index past the array. When it declines the array (-1) after making
 // the slice, it returns the slice emptied, for json.Unmarshal to fill (see Input.spare).
@@ -285,29 +415,26 @@ func decodeEvents(ctx context.Context, b []byte, i int, workers int) ([]Event, i
 	if len(b) > math.MaxInt32 {
 		return nil, -1
 	}
-	// The elements' byte ranges.
+	// The elements' byte ranges, found on the workers when there are several.
 	var spans []span
-	if i = skipSpace(b, i+1); i < len(b) && b[i] != ']' {
-		// About 270 bytes an event as the contract's examples write them: one growth at most
-		// for most bodies.
-		spans = make([]span, 0, len(b)/200+1)
-		for {
-			end := skipValue(b, i)
-			if end < 0 || b[i] != '{' {
-				return nil, -1
-			}
-			spans = append(spans, span{int32(i), int32(end)})
-			var done, ok bool
-			if i, done, ok = nextMember(b, end, ']'); !ok {
-				return nil, -1
-			} else if done {
-				break
-			}
+	var end int
+	switch i = skipSpace(b, i+1); {
+	case i < len(b) && b[i] == ']':
+		end = i + 1
+	case workers == 1 || workers <= 0 && Workers((len(b)-i)/rangeBytesPerEvent) == 1:
+		r := splitFrom(b, i, len(b), make([]span, 0, (len(b)-i)/rangeBytesPerEvent+1))
+		if !r.ok {
+			return nil, -1
 		}
-	} else if i++; i > len(b) {
-		return nil, -1
+		spans, end = r.spans, r.end
+	default:
+		if workers <= 0 {
+			workers = Workers((len(b) - i) / rangeBytesPerEvent)
+		}
+		if spans, end = splitParallel(b, i, workers); end < 0 {
+			return nil, -1
+		}
 	}
-	end := i // past the ']'
 	n := len(spans)
 	events := make([]Event, n)
 	if workers <= 0 {

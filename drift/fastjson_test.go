@@ -255,3 +255,40 @@ func ExampleDecodeInput() {
 	fmt.Println(in.AgentID, len(in.Events), in.Events[0].Action, *in.Events[0].PrincipalValue, in.Events[0].Beneficiaries[0].Party)
 	// Output: agent_7 1 purchase 12.5 vendor_x
 }
+
+// The workers' guesses at element starts land on element starts in generated bodies, and a
+// body built to mislead them (objects and strings that look like the start of an event)
+// still decodes as json.Unmarshal decodes it.
+func TestWorkersSplitTheEvents(t *testing.T) {
+	t.Parallel()
+	body := bulkBody(t, ScenarioShadow, 4, 1200)
+	start := bytes.Index(body, []byte(`"events":[`)) + len(`"events":[`)
+	whole := splitFrom(body, start, len(body), nil)
+	if !whole.ok || len(whole.spans) != 1200 {
+		t.Fatalf("split into %d events (ok %v)", len(whole.spans), whole.ok)
+	}
+	starts := map[int]bool{}
+	for _, s := range whole.spans {
+		starts[int(s.lo)] = true
+	}
+	for _, w := range []int{2, 3, 8} {
+		for k := 1; k < w; k++ {
+			from := start + (len(body)-start)*k/w
+			if g := elementStart(body, from, len(body)); !starts[g] {
+				t.Errorf("workers=%d: the guess from byte %d is %d, not an event's start", w, from, g)
+			}
+		}
+		spans, end := splitParallel(body, start, w)
+		if end != whole.end || !reflect.DeepEqual(spans, whole.spans) {
+			t.Errorf("workers=%d: split differently from one goroutine", w)
+		}
+	}
+	misleading := bytes.ReplaceAll(body, []byte(`"attributes":{"channel":"web"`),
+		[]byte(`"attributes":{"channel": "},{\"id\":\"x\",", "list": [{"id": 1}, {"timestamp": "t"}, {"action": {"id": [{"x": 1}, {"id": 2}]}}]`))
+	if bytes.Equal(misleading, body) {
+		t.Fatal("no attributes to make misleading")
+	}
+	if !checkBulk(t, misleading) {
+		t.Error("the bulk decoder declined a body with misleading attributes")
+	}
+}
