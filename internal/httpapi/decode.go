@@ -89,11 +89,16 @@ func decodeJSONContext(ctx context.Context, body []byte, dst any) *Error {
 		e.Details["offset"] = leading
 		return e
 	}
-	if b, ok := dst.(bulkDecoder); ok && b.decodeBulk(ctx, trimmed) {
-		if v, ok := dst.(validatable); ok {
-			return v.validate()
+	if b, ok := dst.(bulkDecoder); ok {
+		if b.decodeBulk(ctx, trimmed) {
+			if v, ok := dst.(validatable); ok {
+				return v.validate()
+			}
+			return nil
 		}
-		return nil
+		if ctx.Err() != nil { // the client is gone: nothing to decode the body again for
+			return newError(CodeBadRequest, "The request body could not be read: the connection failed or timed out.")
+		}
 	}
 	err := json.Unmarshal(trimmed, dst, json.RejectUnknownMembers(true))
 	if err == nil {

@@ -75,4 +75,10 @@ func TestWorkersDriftAnswersAsBefore(t *testing.T) {
 	if !batch.decodeBulk(context.Background(), raw) || len(batch.Events) != 100 {
 		t.Fatal("the bulk decoder declined a valid batch")
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var abandoned analyzeDriftRequest
+	if e := decodeJSONContext(ctx, valid, &abandoned); e == nil || e.Code != CodeBadRequest || abandoned.Events != nil {
+		t.Fatalf("a request whose client is gone was decoded: %v", e)
+	}
 }
