@@ -445,13 +445,14 @@ func decodeEvents(ctx context.Context, b []byte, i int, workers int) ([]Event, i
 	// or ctx ended.
 	var failed atomic.Bool
 	part := func(lo, hi int) {
-		p := eventParser{names: make(map[string]string, 64)}
+		p := eventParser{names: make(map[string]string, 64), idBytes: make([]byte, 0, 16*(hi-lo)), ids: make([]idRef, 0, hi-lo)}
 		for k := lo; k < hi; k++ {
 			if (k-lo)%1024 == 0 && (failed.Load() || ctx.Err() != nil) || !p.event(b[spans[k].lo:spans[k].hi], &events[k]) {
 				failed.Store(true)
 				return
 			}
 		}
+		p.setIDs()
 	}
 	if workers == 1 {
 		part(0, n)
@@ -484,6 +485,24 @@ type eventParser struct {
 	bools  []bool
 	bens   []Beneficiary
 	names  map[string]string
+	// The ids of the part's events, all in one string once the part is parsed (setIDs):
+	// one allocation for the part, not one an event.
+	idBytes []byte
+	ids     []idRef
+}
+
+// idRef is an event whose id is idBytes[lo:hi].
+type idRef struct {
+	ev     *Event
+	lo, hi int32
+}
+
+// setIDs gives the events parsed their ids.
+func (p *eventParser) setIDs() {
+	all := string(p.idBytes)
+	for _, r := range p.ids {
+		r.ev.ID = all[r.lo:r.hi]
+	}
 }
 
 // maxSharedNames bounds the names a parser shares, so that events with a distinct name
@@ -571,7 +590,9 @@ func (p *eventParser) event(b []byte, ev *Event) bool {
 			bit = memberID
 			var s []byte
 			if s, end = plainString(b, i); end >= 0 {
-				ev.ID, ev.sent = string(s), ev.sent|sentID
+				p.ids = append(p.ids, idRef{ev, int32(len(p.idBytes)), int32(len(p.idBytes) + len(s))})
+				p.idBytes = append(p.idBytes, s...)
+				ev.sent |= sentID
 			}
 		case "timestamp":
 			bit = memberTimestamp
