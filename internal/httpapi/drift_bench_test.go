@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"testing"
 	"time"
 
@@ -39,6 +40,28 @@ func BenchmarkDriftAnalyze100k(b *testing.B) {
 			}
 		}
 	})
+	// The pairs: both sides timed in each iteration, one after the other, so that a machine
+	// shared with other work slows both alike; the ratio of their totals is reported
+	// (api/floor: the path over the peer; procs-1/procs-2: one core over two, GOMAXPROCS set
+	// for each side, the server's included).
+	post := func(b *testing.B) {
+		benchPost(b, bb, key, "/v1/drift/analyze", body, http.StatusOK, `"shadow_principal_detected":true`, "")
+	}
+	floor := func(b *testing.B) {
+		var req floorRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	decode := func(b *testing.B) {
+		var req analyzeDriftRequest
+		if e := decodeJSONContext(context.Background(), body, &req); e != nil {
+			b.Fatal(e)
+		}
+	}
+	b.Run("pair-inline-vs-floor", func(b *testing.B) { timePair(b, "api/floor", post, floor, 0, 0) })
+	b.Run("pair-inline-procs", func(b *testing.B) { timePair(b, "procs-1/procs-2", post, post, 1, 2) })
+	b.Run("pair-decode-procs", func(b *testing.B) { timePair(b, "procs-1/procs-2", decode, decode, 1, 2) })
 	// decode-floor is the peer of the path: json.Unmarshal of the same body into plain value
 	// structs of the event's shape, with no presence bits, no validation and one goroutine.
 	// BenchmarkDriftAnalyze100k/inline over decode-floor is the ratio docs/methods/drift.md
@@ -73,4 +96,25 @@ type floorRequest struct {
 		Overridden      bool           `json:"overridden"`
 		Attributes      jsontext.Value `json:"attributes"`
 	} `json:"events"`
+}
+
+// timePair times first and second in each iteration, one after the other (with GOMAXPROCS
+// procsFirst and procsSecond when not 0), and reports the ratio of their totals as unit,
+// with each side's time an operation.
+func timePair(b *testing.B, unit string, first, second func(*testing.B), procsFirst, procsSecond int) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	var took [2]time.Duration
+	for b.Loop() {
+		for k, run := range []func(*testing.B){first, second} {
+			if procs := [2]int{procsFirst, procsSecond}[k]; procs > 0 {
+				runtime.GOMAXPROCS(procs)
+			}
+			start := time.Now()
+			run(b)
+			took[k] += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(took[0])/float64(took[1]), unit)
+	b.ReportMetric(float64(took[0].Nanoseconds())/float64(b.N), "first-ns/op")
+	b.ReportMetric(float64(took[1].Nanoseconds())/float64(b.N), "second-ns/op")
 }
