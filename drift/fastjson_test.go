@@ -292,3 +292,26 @@ func TestWorkersSplitTheEvents(t *testing.T) {
 		t.Error("the bulk decoder declined a body with misleading attributes")
 	}
 }
+
+// FuzzDecodeInput: whatever the body, the bulk decoder declines it or decodes it exactly as
+// json.Unmarshal does, with one worker and with three, and never panics.
+func FuzzDecodeInput(f *testing.F) {
+	f.Add(bulkBody(f, ScenarioPromptInjection, 1, 3))
+	f.Add([]byte(`{"agent_id":"a","events":[{"id":"x","timestamp":"2026-01-01T00:00:00Z","action":"b\u00e9",` +
+		`"principal_value":-1.5e3,"best_alternative_value":0,"beneficiaries":[{"party":"p","value":2}],` +
+		`"instructed_by":"p","delegation_depth":2,"overridden":false,"attributes":{"k":[1,{"a":null}]}},{}],"sensitivity":0.1}`))
+	f.Add([]byte(`{"events":[{"timestamp":"2026-01-01T00:00:00+23:59"},{"beneficiaries":[]}],"window":null}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		want, err := unmarshalInput(body)
+		for _, w := range []int{1, 3} {
+			var got Input
+			if !DecodeInput(context.Background(), body, &got, w) {
+				continue
+			}
+			got.spare = nil
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("workers=%d: the bulk decoder took %q, which json.Unmarshal decodes differently (%v)", w, body, err)
+			}
+		}
+	})
+}
