@@ -69,7 +69,7 @@ func jsonBodyMemory(n int64) int64 { return 5*n/2 + 4<<20 }
 // decoder (drift.DecodeInput), and by json.Unmarshal after it when the bulk decoder declines
 // the body: a body declined at its last event holds what the bulk decoder made (the memory
 // of the events is reused, the rest waits for the collector) beside json.Unmarshal's work.
-// Measured for a 16 MB body: 1.2× the body decoded by the bulk decoder, 2.9–3.3× declined at
+// Measured for a 16 MB body: 1.2–2.2× the body decoded by the bulk decoder, 2.4–3.3× declined at
 // its last event (TestBodyMemoryCoversDecoding); 3.25× and 4 MiB cover both.
 func driftBodyMemory(n int64) int64 { return 13*n/4 + 4<<20 }
 
