@@ -16,23 +16,26 @@ import (
 )
 
 // The bulk decoder: a request of up to 100,000 events is 27 MB of JSON, and decoding it
-// through reflection (json.go) took most of the time of POST /v1/drift/analyze. DecodeInput
-// and DecodeEventBatch take the common form of a body directly:
+// through reflection (json.go) took most of the time of POST /v1/drift/analyze. DecodeInput,
+// DecodeEventBatch and DecodeEvents take the common form of a body directly
+// (docs/methods/drift.md §8.1):
 //
-//  1. one pass over the bytes finds the top-level members and the byte range of every
-//     element of "events" (strings are skipped by their quotes, nothing else is parsed);
-//  2. the elements are parsed into a slice made at its final size, split into contiguous
-//     parts over the workers; numbers, booleans and beneficiaries of a part are taken from
-//     slabs made once for the part (one allocation, not one a member), and the names that
-//     repeat (actions, parties, instruction sources) are shared strings;
-//  3. the other members are decoded as json.Unmarshal decodes them.
+//  1. the byte range of every element of "events" is found without parsing (strings are
+//     skipped by their quotes, brackets counted), on the workers (splitParallel);
+//  2. the elements are parsed into a slice made at its final size, in contiguous parts on
+//     the workers; the members an event held are recorded in its presence bits (sent), its
+//     optional numbers, booleans and beneficiaries come from slabs of slabSize values, the
+//     ids of a part from one string, and the names that repeat (actions, parties,
+//     instruction sources) are shared strings;
+//  3. the other top-level members are decoded by json.Unmarshal.
 //
 // It takes only what it can decode exactly as json.Unmarshal with json.RejectUnknownMembers
 // does (json.go): the member names of the contract (top-level ones without escapes), no
-// null where a value is expected, no member twice. Anything else — an error of any kind
-// included — makes it answer false, and the caller decodes the body with json.Unmarshal,
-// which reports the first error in document order with its path. The result does not
-// depend on the number of workers: each event is parsed from its own bytes alone.
+// null where a value is expected, no member twice, valid strings, numbers and timestamps.
+// Anything else — an error of any kind included — makes it answer false, and the caller
+// decodes the body with json.Unmarshal, which reports the first error in document order
+// with its path. The result does not depend on the number of workers: each event is parsed
+// from its own bytes alone.
 
 // minEventsPerWorker is the least number of events a worker is given: below it, starting a
 // goroutine costs more than the parsing it takes over.
@@ -133,8 +136,8 @@ func DecodeEvents(ctx context.Context, body []byte, workers int) ([]Event, bool)
 
 // topLevel walks the members of the JSON object body (which must be all of it, without
 // surrounding whitespace), calling member with each plain name and the index of its value,
-// which returns the index past the value (-1: refused).
-// It returns false when body is not an object of that form or member returns false.
+// which returns the index past the value (-1: refused). It returns false when body is not
+// an object of that form or member refuses one.
 func topLevel(body []byte, member func(name []byte, i int) int) bool {
 	if len(body) == 0 || body[0] != '{' {
 		return false
