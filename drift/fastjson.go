@@ -751,8 +751,15 @@ func plainString(b []byte, i int) ([]byte, int) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, -1
 	}
+	j := i + 1
+	for j < len(b) && !stringSpecial[b[j]] {
+		j++
+	}
+	if j < len(b) && b[j] == '"' { // printable ASCII: the common case
+		return b[i+1 : j], j + 1
+	}
 	ascii, escaped := true, false
-	for j := i + 1; j < len(b); j++ {
+	for ; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
 			s := b[i+1 : j]
@@ -781,6 +788,15 @@ func plainString(b []byte, i int) ([]byte, int) {
 	}
 	return nil, -1
 }
+
+// stringSpecial marks the bytes that end a run of printable ASCII in a string: the quote,
+// the backslash, control characters and the bytes of multi-byte UTF-8.
+var stringSpecial = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80
+	}
+	return t
+}()
 
 // numberEnd returns the index past the JSON number at b[i] and whether it is an integer
 // (no fraction, no exponent), or -1 when there is none.
