@@ -96,8 +96,8 @@ func decodeJSONContext(ctx context.Context, body []byte, dst any) *Error {
 			}
 			return nil
 		}
-		if ctx.Err() != nil { // the client is gone: nothing to decode the body again for
-			return newError(CodeBadRequest, "The request body could not be read: the connection failed or timed out.")
+		if err := ctx.Err(); err != nil { // the request ended: nothing to decode the body again for
+			return apiError(ctx, err)
 		}
 	}
 	err := json.Unmarshal(trimmed, dst, json.RejectUnknownMembers(true))

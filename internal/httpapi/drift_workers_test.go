@@ -78,7 +78,7 @@ func TestWorkersDriftAnswersAsBefore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var abandoned analyzeDriftRequest
-	if e := decodeJSONContext(ctx, valid, &abandoned); e == nil || e.Code != CodeBadRequest || abandoned.Events != nil {
+	if e := decodeJSONContext(ctx, valid, &abandoned); e == nil || e.Code != CodeServiceUnavailable || abandoned.Events != nil {
 		t.Fatalf("a request whose client is gone was decoded: %v", e)
 	}
 }

@@ -202,10 +202,13 @@ func (s *Server) storedDriftEvents(r *http.Request, req *analyzeDriftRequest) ([
 			"Agent %s has more than %d %s, the most one analysis takes; narrow the window (from, to).", req.AgentID, drift.MaxEvents, inWindow)
 	}
 	raw := store.DriftEventsJSON(stored)
-	if events, ok := drift.DecodeEvents(r.Context(), raw, 0); ok {
+	events, ok := drift.DecodeEvents(r.Context(), raw, 0)
+	if ok {
 		return events, nil
 	}
-	var events []drift.Event
+	if err := r.Context().Err(); err != nil {
+		return nil, apiError(r.Context(), err)
+	}
 	if err := json.Unmarshal(raw, &events); err != nil {
 		return nil, fmtInternal(r.Context(), "decode stored drift events", err)
 	}
