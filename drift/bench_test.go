@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/go-json-experiment/json"
+
 	"riskapi/internal/enginetest"
 )
 
@@ -131,4 +133,35 @@ func analyzeOrFail(b *testing.B, in Input) Analysis {
 		b.Fatal(err)
 	}
 	return a
+}
+
+// BenchmarkDecodeInput100k decodes the body of BenchmarkAnalyze100k's input (about 27 MB)
+// with the bulk decoder on GOMAXPROCS workers (-cpu sets them), beside json.Unmarshal of
+// the same body (the decoder the bulk one stands in for).
+func BenchmarkDecodeInput100k(b *testing.B) {
+	in, _ := Generate(ScenarioShadow, 1, GenParams{Events: 100_000, Onset: 0.5, Ramp: 0.1, ShareGain: 0.2, RegretFrac: 0.1})
+	body, err := json.Marshal(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("bulk", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var got Input
+			if !DecodeInput(context.Background(), body, &got, 0) {
+				b.Fatal("declined")
+			}
+		}
+	})
+	b.Run("unmarshal", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var got Input
+			if err := json.Unmarshal(body, &got, json.RejectUnknownMembers(true)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -96,9 +96,15 @@ type inputJSON struct {
 
 // UnmarshalJSONFrom decodes an input and records whether agent_id was sent (see sent).
 func (in *Input) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	var w inputJSON
+	// The events are decoded into the memory of in.spare when there is some: the JSON
+	// package reuses a slice's capacity. Still empty with that memory afterwards, the slice
+	// was not in the JSON (an empty array is a slice without capacity).
+	w := inputJSON{Events: in.spare}
 	if err := json.UnmarshalDecode(dec, &w); err != nil {
 		return err
+	}
+	if len(w.Events) == 0 && cap(w.Events) > 0 && cap(in.spare) > 0 && &w.Events[:1][0] == &in.spare[:1][0] {
+		w.Events = nil
 	}
 	*in = Input{PrincipalID: w.PrincipalID, Events: w.Events, Window: w.Window, Baseline: w.Baseline,
 		Sensitivity: w.Sensitivity, sent: sentDecoded}

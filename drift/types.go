@@ -82,6 +82,9 @@ type Input struct {
 	// are checked again.
 	eventsChecked engine.Slice[Event]
 	sent          sent // members a decoded value held (json.go)
+	// spare is the empty slice of events a declined DecodeInput made, whose memory the
+	// json.Unmarshal that follows decodes the events into (json.go).
+	spare []Event
 }
 
 // TimeRange bounds stored events by timestamp: From inclusive, To exclusive; either may be

@@ -49,11 +49,15 @@ func handleJSON[Req any](s *Server, do doFunc[Req]) http.Handler {
 			return
 		}
 		var req Req
-		if e := decodeJSON(body, &req); e != nil {
+		if e := decodeJSONContext(r.Context(), body, &req); e != nil {
 			writeError(w, r, e)
 			return
 		}
-		proceed(s, w, r, key, sha256.Sum256(body), &req, do)
+		var sum [sha256.Size]byte
+		if key != "" { // the body's hash fingerprints an Idempotency-Key only: 14 ms for 27 MB
+			sum = sha256.Sum256(body)
+		}
+		proceed(s, w, r, key, sum, &req, do)
 	})
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -37,6 +38,11 @@ func init() {
 // validates it.
 type ingestDriftEventsRequest struct {
 	drift.EventBatch
+}
+
+// decodeBulk decodes the batch with the engine's bulk decoder (see bulkDecoder).
+func (req *ingestDriftEventsRequest) decodeBulk(ctx context.Context, body []byte) bool {
+	return drift.DecodeEventBatch(ctx, body, &req.EventBatch, 0)
 }
 
 func (req *ingestDriftEventsRequest) validate() *Error {
@@ -96,6 +102,12 @@ func driftEventRows(events []drift.Event) ([]store.DriftEvent, error) {
 // may instead be the agent's stored ones within window. The engine decodes it.
 type analyzeDriftRequest struct {
 	drift.Input
+}
+
+// decodeBulk decodes the request with the engine's bulk decoder, its events on up to
+// GOMAXPROCS cores (see bulkDecoder).
+func (req *analyzeDriftRequest) decodeBulk(ctx context.Context, body []byte) bool {
+	return drift.DecodeInput(ctx, body, &req.Input, 0)
 }
 
 // validate checks the request with the engine, in the contract's order, before anything
@@ -189,8 +201,15 @@ func (s *Server) storedDriftEvents(r *http.Request, req *analyzeDriftRequest) ([
 		return nil, invalidField("window", "object (a window holding 20-100000 stored events)", "object",
 			"Agent %s has more than %d %s, the most one analysis takes; narrow the window (from, to).", req.AgentID, drift.MaxEvents, inWindow)
 	}
-	var events []drift.Event
-	if err := json.Unmarshal(store.DriftEventsJSON(stored), &events); err != nil {
+	raw := store.DriftEventsJSON(stored)
+	events, ok := drift.DecodeEvents(r.Context(), raw, 0)
+	if ok {
+		return events, nil
+	}
+	if err := r.Context().Err(); err != nil {
+		return nil, apiError(r.Context(), err)
+	}
+	if err := json.Unmarshal(raw, &events); err != nil {
 		return nil, fmtInternal(r.Context(), "decode stored drift events", err)
 	}
 	return events, nil

@@ -65,6 +65,14 @@ type Product struct {
 // for the fixed costs cover them and the doubling.
 func jsonBodyMemory(n int64) int64 { return 5*n/2 + 4<<20 }
 
+// driftBodyMemory is BodyMemory for Drift, whose body is read whole and decoded by its bulk
+// decoder (drift.DecodeInput), and by json.Unmarshal after it when the bulk decoder declines
+// the body: a body declined at its last event holds what the bulk decoder made (the memory
+// of the events is reused, the rest waits for the collector) beside json.Unmarshal's work.
+// Measured for a 16 MB body: 1.2–2.2× the body decoded by the bulk decoder, 2.4–3.3× declined at
+// its last event (TestBodyMemoryCoversDecoding); 3.25× and 4 MiB cover both.
+func driftBodyMemory(n int64) int64 { return 13*n/4 + 4<<20 }
+
 // Results describes a product's stored results and how they are listed.
 type Results struct {
 	Object   string // the object's "object" value: "drift.analysis"
@@ -127,7 +135,7 @@ var (
 			{Name: "drift_analyze", Endpoint: "POST /v1/drift/analyze",
 				Description: "Analyse an agent's actions for a shadow principal: a third party the agent has come to serve at its principal's expense. Send events inline, or none to analyse the agent's stored events."},
 		},
-		BodyMemory: jsonBodyMemory,
+		BodyMemory: driftBodyMemory,
 		Scenarios:  drift.TestModeScenarios,
 		Generate: func(scenario string, seed int64) (any, any) {
 			in, truth := drift.Generate(scenario, seed, drift.GenParams{})
