@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -46,6 +47,8 @@ type column struct {
 	nonNull int
 	pending []pendingCell // JSON values of the current batch
 	dict    dictionary
+	// cacheMu guards stats and times, which checks running side by side build on first use.
+	cacheMu sync.Mutex
 	stats   *numericSummary // cached by numeric()
 	// sink keeps the prefetching loads of addTexts from being optimised away.
 	sink  uint64

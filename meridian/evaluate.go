@@ -33,6 +33,7 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	ds := req.Dataset
 	if (ds == nil || ds.format == formatNone) && req.Data != nil {
 		ds = NewDataset()
+		ds.SetWorkers(req.Workers)
 		if err := ds.readInline(ctx, req.Data); err != nil {
 			return Result{}, err
 		}
@@ -60,14 +61,12 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 		MethodVersion: MethodVersion,
 		Passed:        true,
 	}
-	for i := range p.checks {
-		if err := ctx.Err(); err != nil {
-			return Result{}, err
-		}
-		cr := e.run(&p.checks[i])
-		if err := ctx.Err(); err != nil {
-			return Result{}, err // the check may have stopped early
-		}
+	workers := workerCount(req.Workers)
+	results, err := e.runAll(p.checks, workers)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, cr := range results {
 		if !cr.Success && cr.Severity == "error" {
 			res.Passed = false
 		}
@@ -87,7 +86,7 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	res.Tier = TierOf(res.Score)
 	res.Gating = gate(res.Score, res.Passed, p.blockBelow, p.reviewBelow)
 	if hasData && p.profile {
-		if res.Profile, err = ds.profile(ctx); err != nil {
+		if res.Profile, err = ds.profile(ctx, workers); err != nil {
 			return Result{}, err
 		}
 	}
@@ -196,6 +195,51 @@ func withinMostly(unexpected, elements int, mostly float64) bool {
 	u := float64(unexpected)
 	allowed := (1 - mostly) * float64(elements)
 	return u <= allowed || math.Abs(u-allowed) <= 1e-9*math.Max(u, allowed)
+}
+
+// runAll runs the checks in order, or on up to workers goroutines, each on its own
+// evaluation whose pooled counts are then added to e in the checks' order, so that the
+// results and the dimensions are the same for any number of workers. It returns ctx's error
+// once it has ended.
+func (e *evaluation) runAll(checks []compiled, workers int) ([]CheckResult, error) {
+	results := make([]CheckResult, len(checks))
+	if workers <= 1 || len(checks) <= 1 {
+		for i := range checks {
+			if err := e.ctx.Err(); err != nil {
+				return nil, err
+			}
+			results[i] = e.run(&checks[i])
+		}
+		if err := e.ctx.Err(); err != nil {
+			return nil, err // a check may have stopped early
+		}
+		return results, nil
+	}
+	forks := make([]*evaluation, len(checks))
+	parallel(workers, len(checks), func(i int) {
+		if e.ctx.Err() != nil {
+			return
+		}
+		f := &evaluation{ctx: e.ctx, ds: e.ds, asOf: e.asOf, complCols: map[string]bool{}, shown: map[shownKey]any{}}
+		results[i], forks[i] = f.run(&checks[i]), f
+	})
+	if err := e.ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, f := range forks {
+		for _, name := range f.complOrder {
+			if !e.complCols[name] {
+				e.complCols[name] = true
+				e.complOrder = append(e.complOrder, name)
+			}
+		}
+		e.valU, e.valN = e.valU+f.valU, e.valN+f.valN
+		e.uniU, e.uniN = e.uniU+f.uniU, e.uniN+f.uniN
+		e.conU, e.conN = e.conU+f.conU, e.conN+f.conN
+		e.outU, e.outN = e.outU+f.outU, e.outN+f.outN
+		e.timeliness = append(e.timeliness, f.timeliness...)
+	}
+	return results, nil
 }
 
 func (e *evaluation) run(c *compiled) CheckResult {
@@ -821,6 +865,8 @@ func (e *evaluation) nullAsValue(ids []uint32) []uint32 {
 
 // timestamps returns the parsed instant of every distinct value (zero where not a timestamp).
 func (c *column) timestamps(d *Dataset) []instant {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
 	if c.times != nil {
 		return c.times
 	}
