@@ -18,7 +18,7 @@ import (
 
 // csvChunkSize is the text read at once: a chunk is cut after the last record that ends in
 // it, so it holds whole records (a record longer than a chunk makes the chunk grow).
-const csvChunkSize = 1 << 20
+const csvChunkSize = 256 << 10
 
 // csvErrKind orders the failures of one record as ReadCSV meets them: a record that cannot
 // be split fails before the row limits are checked, and those before its UTF-8 is.
@@ -70,6 +70,10 @@ func (s *csvSource) fill(ch *csvChunk) bool {
 		return false
 	}
 	size := s.size
+	if sized, ok := s.r.(interface{ Len() int }); ok {
+		// No larger than the text left (and one byte to meet its end).
+		size = max(min(size, len(s.carry)+sized.Len()+1), 64)
+	}
 	for {
 		buf := ch.buf[:0]
 		if cap(buf) < size {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -54,7 +55,7 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	if p.asOf != nil {
 		asOf = *p.asOf
 	}
-	e := evaluation{ctx: ctx, ds: ds, asOf: asOf, complCols: map[string]bool{}, shown: map[shownKey]any{}}
+	e := evaluation{ctx: ctx, ds: ds, asOf: asOf, complCols: map[string]bool{}, shown: &shownValues{m: map[shownKey]any{}}}
 	res := Result{
 		SourceID:      req.SourceID,
 		Checks:        make([]CheckResult, 0, len(p.checks)),
@@ -146,7 +147,7 @@ type evaluation struct {
 	asOf instant
 	// shown holds the values the partial lists show, so that a long value listed by several
 	// checks (or rows) is copied once.
-	shown map[shownKey]any
+	shown *shownValues
 
 	complCols  map[string]bool
 	complOrder []string
@@ -177,16 +178,25 @@ type shownKey struct {
 	id  uint32
 }
 
+// shownValues holds the values the partial lists show, shared by the checks running side
+// by side.
+type shownValues struct {
+	mu sync.Mutex
+	m  map[shownKey]any
+}
+
 // show is ds.display(col, id), copied once per evaluation.
 func (e *evaluation) show(col *column, id uint32) any {
 	if id == 0 {
 		return nil
 	}
 	k := shownKey{col, id}
-	v, ok := e.shown[k]
+	e.shown.mu.Lock()
+	defer e.shown.mu.Unlock()
+	v, ok := e.shown.m[k]
 	if !ok {
 		v = e.ds.display(col, id)
-		e.shown[k] = v
+		e.shown.m[k] = v
 	}
 	return v
 }
@@ -220,7 +230,7 @@ func (e *evaluation) runAll(checks []compiled, workers int) ([]CheckResult, erro
 		if e.ctx.Err() != nil {
 			return
 		}
-		f := &evaluation{ctx: e.ctx, ds: e.ds, asOf: e.asOf, complCols: map[string]bool{}, shown: map[shownKey]any{}}
+		f := &evaluation{ctx: e.ctx, ds: e.ds, asOf: e.asOf, complCols: map[string]bool{}, shown: e.shown}
 		results[i], forks[i] = f.run(&checks[i]), f
 	})
 	if err := e.ctx.Err(); err != nil {

@@ -44,7 +44,7 @@ func csvErr(line int, format string, args ...any) *engine.InputError {
 // data.csv) whose message gives the 1-based line (the header is line 1). Errors of r itself
 // are returned wrapped, unchanged.
 //
-// The text is read in chunks of whole records (about csvChunkSize bytes), a round of
+// The text is read in chunks of whole records (about csvChunkSize bytes, 256 KiB), a round of
 // 2 × workers chunks at a time (SetWorkers): the chunks of a round are split into fields on
 // up to workers goroutines, then their values interned column by column, each column on one
 // goroutine in row order, so the dataset is the same for any number of workers.
