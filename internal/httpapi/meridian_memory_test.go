@@ -20,6 +20,9 @@ func TestMeridianBodyMemoryCoversTheRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes a 64 MB body; run without -short")
 	}
+	if enginetest.RaceEnabled {
+		t.Skip("heap measurements are not meaningful under the race detector; CI runs this test without it (BodyMemory)")
+	}
 	_, body := meridianBenchRequest(t)
 	for _, workers := range []int{1, 2} {
 		peak := enginetest.MeasurePeakHeap(t, func() {
