@@ -98,43 +98,47 @@ func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 }
 
 // readRecords reads the records after the header, first the rest of the header's chunk.
+// Two sets of chunks take turns: while the columns of one round are interned, one of the
+// workers reads the next round's text into the other set.
 func (d *Dataset) readRecords(src *csvSource, sp *csvSplitter, first *csvChunk) error {
 	workers := d.workerCount()
 	ncol := len(d.cols)
 	sized, _ := src.r.(interface{ Len() int })
-	chunks := make([]*csvChunk, 2*workers)
-	chunks[0] = first
-	for i := 1; i < len(chunks); i++ {
-		chunks[i] = &csvChunk{}
+	var sets [2][]*csvChunk
+	for k := range sets {
+		sets[k] = make([]*csvChunk, 2*workers)
+		for i := range sets[k] {
+			sets[k][i] = &csvChunk{}
+		}
+	}
+	sets[0][0] = first
+	fillSet := func(set []*csvChunk, n int) int {
+		for n < len(set) && src.fill(set[n]) {
+			n++
+		}
+		return n
 	}
 	// The first record a round may not take: the row limits.
 	limit, limitMsg := MaxRows, fmt.Sprintf("more than %d rows.", MaxRows)
 	if cells := MaxCells / ncol; cells < limit {
 		limit, limitMsg = cells, fmt.Sprintf("more than %d cells (rows × columns).", MaxCells)
 	}
-	take := make([]int, len(chunks))
+	take := make([]int, 2*workers)
 	order := make([]int, ncol) // columns, costliest first
 	costs := make([]int, ncol)
 	for j := range order {
 		order[j] = j
 	}
 	presized := sized == nil
-	for round := 0; ; round++ {
-		n := 0
-		if round == 0 {
-			n = 1
-		}
-		for n < len(chunks) && src.fill(chunks[n]) {
-			n++
-		}
-		if n == 0 {
-			return nil
-		}
+	var consumed int64 // bytes of the rounds interned
+	n := fillSet(sets[0], 1)
+	for round := 0; n > 0; round++ {
+		chunks := sets[round%2][:n]
 		parallel(workers, n, func(i int) { sp.split(chunks[i], 0) })
 		// The records taken, up to the first failure in record order.
 		var fail error
 		rows := 0
-		for i, ch := range chunks[:n] {
+		for i, ch := range chunks {
 			take[i] = 0
 			if fail != nil {
 				continue
@@ -149,9 +153,19 @@ func (d *Dataset) readRecords(src *csvSource, sp *csvSplitter, first *csvChunk) 
 				take[i] = len(ch.lines)
 			}
 			rows += take[i]
+			consumed += int64(len(ch.buf))
 		}
-		if rows > 0 {
-			if err := d.internRound(chunks[:n], take[:n], order, costs, workers); err != nil {
+		// The text may go on when this round filled its set.
+		next, more := 0, fail == nil && n == len(sets[0])
+		readNext := func() {
+			if more {
+				next = fillSet(sets[(round+1)%2], 0)
+			}
+		}
+		if rows == 0 {
+			readNext()
+		} else {
+			if err := d.internRound(chunks, take[:n], order, costs, workers, readNext); err != nil {
 				return err
 			}
 			d.rows += rows
@@ -170,8 +184,8 @@ func (d *Dataset) readRecords(src *csvSource, sp *csvSplitter, first *csvChunk) 
 				// Reading sized text, the columns are sized for all of it once: from the
 				// rows per byte so far.
 				presized = true
-				if done := src.read - int64(len(src.carry)); done > 0 {
-					est := float64(d.rows) * float64(src.read+int64(sized.Len())) / float64(done)
+				if consumed > 0 {
+					est := float64(d.rows) * float64(src.read+int64(sized.Len())) / float64(consumed)
 					d.presize(min(MaxRows, int(est*1.02)+csvBatch))
 				}
 			}
@@ -179,21 +193,25 @@ func (d *Dataset) readRecords(src *csvSource, sp *csvSplitter, first *csvChunk) 
 		if fail != nil {
 			return fail
 		}
-		if n < len(chunks) {
-			return nil
-		}
+		n = next
 	}
+	return nil
 }
 
 // internRound interns the first take[i] records of each chunk, column by column on up to
-// workers goroutines, the costliest columns of the last round first (order, by costs).
-func (d *Dataset) internRound(chunks []*csvChunk, take []int, order, costs []int, workers int) error {
+// workers goroutines, the costliest columns of the last round first (order, by costs), and
+// runs also on one of them meanwhile (first).
+func (d *Dataset) internRound(chunks []*csvChunk, take []int, order, costs []int, workers int, also func()) error {
 	ncol := len(d.cols)
 	slices.SortStableFunc(order, func(a, b int) int { return costs[b] - costs[a] })
 	type overflow struct{ chunk, row int }
 	over := make([]overflow, ncol)
-	parallel(workers, ncol, func(k int) {
-		j := order[k]
+	parallel(workers, ncol+1, func(k int) {
+		if k == 0 {
+			also()
+			return
+		}
+		j := order[k-1]
 		c := d.cols[j]
 		before := c.dict.size()
 		over[j] = overflow{-1, -1}
