@@ -80,14 +80,20 @@ func (s *csvSource) fill(ch *csvChunk) bool {
 			buf = make([]byte, 0, size)
 		}
 		buf = append(buf, s.carry...)
-		for !s.done && len(buf) < cap(buf) {
+		for empty := 0; !s.done && len(buf) < cap(buf); {
 			n, err := s.r.Read(buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
 			s.read += int64(n)
-			if err == io.EOF {
+			if empty = empty + 1; n > 0 {
+				empty = 0
+			}
+			switch {
+			case err == io.EOF:
 				s.done = true
-			} else if err != nil {
+			case err != nil:
 				s.done, s.err = true, err
+			case empty == 100: // as bufio gives up on a reader that returns nothing
+				s.done, s.err = true, io.ErrNoProgress
 			}
 		}
 		ch.buf, ch.line = buf, s.line

@@ -107,3 +107,17 @@ func TestWorkersReportTheFirstError(t *testing.T) {
 		}
 	}
 }
+
+// emptyReader returns nothing, forever.
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, nil }
+
+// A reader that returns nothing is an error, as encoding/csv's bufio made it, not a hang.
+func TestReadCSVGivesUpOnAReaderThatReturnsNothing(t *testing.T) {
+	err := NewDataset().ReadCSV(emptyReader{}, ',')
+	oracle := NewDataset().readCSVOracle(emptyReader{}, ',')
+	if err == nil || fmt.Sprint(err) != fmt.Sprint(oracle) {
+		t.Fatalf("error %v; encoding/csv's %v", err, oracle)
+	}
+}
