@@ -20,8 +20,8 @@ import (
 // it, so it holds whole records (a record longer than a chunk makes the chunk grow).
 const csvChunkSize = 256 << 10
 
-// csvErrKind orders the failures of one record as ReadCSV meets them: a record that cannot
-// be split fails before the row limits are checked, and those before its UTF-8 is.
+// kindParse and kindUTF8 order the failures of one record as ReadCSV meets them: a record
+// that cannot be split fails before the row limits are checked, and those before its UTF-8.
 const (
 	kindParse = iota // bad quoting, a ragged row, or the reader's error
 	kindUTF8         // a field that is not valid UTF-8
@@ -201,15 +201,15 @@ func str(b []byte) string {
 }
 
 // split splits the records of ch into ch.fields and ch.lines, stopping at the first
-// failure (ch.err, at record ch.errAt) or, with max > 0, after max records, and returns
+// failure (ch.err, at record ch.errAt) or, with most > 0, after most records, and returns
 // the offset in ch.buf after the records split and the line there. It changes ch.buf where
 // a line ends in "\r\n", as encoding/csv does to its lines.
-func (sp *csvSplitter) split(ch *csvChunk, max int) (off, line int) {
+func (sp *csvSplitter) split(ch *csvChunk, most int) (off, line int) {
 	ch.reset()
 	lr := lineReader{buf: ch.buf, numLine: ch.line - 1, eof: ch.final, readErr: ch.readErr}
 	checkUTF8 := sp.ncol > 0 && !utf8.Valid(ch.buf) // the header is checked by ReadCSV
 	defer func() { off, line = lr.off, lr.numLine+1 }()
-	for rec := 0; max <= 0 || rec < max; rec++ {
+	for rec := 0; most <= 0 || rec < most; rec++ {
 		n0 := len(ch.fields)
 		recLine, badField, badLine, err := sp.record(&lr, ch, checkUTF8)
 		if err == io.EOF {
