@@ -19,6 +19,7 @@ import (
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/usage"
 )
 
@@ -94,7 +95,7 @@ func startService(t testing.TB) *service {
 // startServiceWith launches a service whose store wrap wraps.
 func startServiceWith(t testing.TB, wrap func(store.Store) httpapi.Store) *service {
 	t.Helper()
-	s, stop, err := launch(t.TempDir(), wrap)
+	s, stop, err := launch(sqlitetest.Dir(t), wrap)
 	if err != nil {
 		t.Fatal(err)
 	}

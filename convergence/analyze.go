@@ -55,7 +55,7 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 		BidsAnalyzed:    v.bidsUsed,
 		MethodVersion:   MethodVersion,
 	}
-	a := &analysis{v: v, stop: stopper{ctx: ctx}}
+	a := &analysis{v: v, stop: stopper{ctx: ctx, crew: newCrew(in.Run)}}
 	if a.stop.check() {
 		return Analysis{}, a.stop.err
 	}
@@ -80,40 +80,52 @@ func Analyze(ctx context.Context, in Input) (Analysis, error) {
 	a.alphaPath = v.alpha / a.k
 	a.bestP = 1
 
+	// The screens are independent of each other: each reads the validated input and the
+	// panel and writes its own member of a, so they run as units of one parallel loop (and
+	// their long loops as units of their own); the groups are then formed from their
+	// results in the order of the paths, as on one goroutine.
+	var screens []func(st *stopper)
+	if hasComm {
+		screens = append(screens, func(st *stopper) { a.comm = analyseCommunication(v, a.pn, st) })
+	}
 	if v.obsUsable {
-		if a.prices = analysePrices(a.pn, v.alpha, &a.stop); a.stop.check() {
-			return Analysis{}, a.stop.err
+		screens = append(screens,
+			func(st *stopper) { a.prices = analysePrices(a.pn, v.alpha, st) },
+			func(st *stopper) { a.fits = fitRegimes(a.pn, st) })
+		if hasBasis || v.anyCost {
+			screens = append(screens, func(st *stopper) { a.welfare = analyseWelfare(v, a.pn, a.alphaPath, st) })
 		}
+		if v.anySeg {
+			screens = append(screens, func(st *stopper) {
+				idx := make(map[int64]int, len(v.keys))
+				for i, key := range v.keys {
+					idx[key] = i
+				}
+				a.division = analyseDivision(v, idx, st)
+			})
+		}
+	}
+	if hasBids {
+		screens = append(screens, func(st *stopper) { a.bids = analyseBids(v, a.alphaPath, st) })
+	}
+	if a.stop.each(len(screens), 1, func(i int, st *stopper) { screens[i](st) }); a.stop.check() {
+		return Analysis{}, a.stop.err
+	}
+	if v.obsUsable {
 		if a.regimes(); a.stop.check() {
 			return Analysis{}, a.stop.err
 		}
 		if hasBasis || v.anyCost {
-			if a.welfare = analyseWelfare(v, a.pn, a.alphaPath, &a.stop); a.stop.check() {
-				return Analysis{}, a.stop.err
-			}
 			a.welfareGroup()
 		}
 		if v.anySeg {
-			idx := make(map[int64]int, len(v.keys))
-			for i, key := range v.keys {
-				idx[key] = i
-			}
-			if a.division = analyseDivision(v, idx, &a.stop); a.stop.check() {
-				return Analysis{}, a.stop.err
-			}
 			a.divisionGroup()
 		}
 		if hasComm {
-			if a.comm = analyseCommunication(v, a.pn, &a.stop); a.stop.check() {
-				return Analysis{}, a.stop.err
-			}
 			a.commGroup()
 		}
 	}
 	if hasBids {
-		if a.bids = analyseBids(v, a.alphaPath, &a.stop); a.stop.check() {
-			return Analysis{}, a.stop.err
-		}
 		a.bidGroup()
 	}
 	a.dimensions(&res)
@@ -130,6 +142,8 @@ type stopper struct {
 	ctx  context.Context
 	err  error
 	work int // units counted by tick since ctx was last looked at
+	// crew is the analysis's goroutines (each); nil when it runs on one.
+	crew *crew
 }
 
 // checkEvery is how many units of work (rows visited, a few to tens of nanoseconds each)
@@ -198,20 +212,26 @@ func secondSmallest(ps []float64) float64 {
 	return s[1]
 }
 
-// regimes runs the per-firm regime test and clusters significant firms whose segments
-// overlap into groups. "At most one firm has a regime" is rejected when the second-smallest
+// fitRegimes runs the per-firm regime test (fitRegime), each firm a unit of stop's loop.
+func fitRegimes(pn *panel, stop *stopper) []regimeFit {
+	fits := make([]regimeFit, len(pn.firms))
+	stop.each(len(pn.firms), 0, func(i int, st *stopper) {
+		if !st.check() {
+			fits[i] = fitRegime(&pn.firms[i], i)
+		}
+	})
+	return fits
+}
+
+// regimes takes the per-firm regime tests (fitRegimes) and clusters significant firms whose
+// segments overlap into groups. "At most one firm has a regime" is rejected when the second-smallest
 // firm p-value is ≤ α_path/(N − 1) (Bonferroni over the N − 1 firms that must then be null).
 func (a *analysis) regimes() {
 	pn := a.pn
-	a.fits = make([]regimeFit, len(pn.firms))
 	var ps []float64
-	for i := range pn.firms {
-		if a.stop.check() {
-			return
-		}
-		a.fits[i] = fitRegime(&pn.firms[i], i)
-		if a.fits[i].tested {
-			ps = append(ps, a.fits[i].p)
+	for _, f := range a.fits {
+		if f.tested {
+			ps = append(ps, f.p)
 		}
 	}
 	N := len(ps)
@@ -660,11 +680,18 @@ func (a *analysis) finish(m *merged) (SuspectedGroup, *FlaggedPeriod) {
 // [from, to] over outside it, and their mean robust variance ratio of price changes inside
 // to outside (NaN when not computable).
 func (a *analysis) windowEffects(members []int, from, to int) (jump, varRatio float64) {
-	var jm, vm moments
-	for _, f := range members {
-		s := &a.pn.firms[f]
+	// Each member's figures are a unit of the analysis's loop; their means are taken in
+	// the members' order.
+	type effects struct {
+		jump, varRatio float64
+		hasJump        bool
+	}
+	each := make([]effects, len(members))
+	a.stop.each(len(members), 0, func(x int, _ *stopper) {
+		s := &a.pn.firms[members[x]]
+		e := effects{jump: math.NaN(), varRatio: math.NaN()}
 		var mi, mo moments
-		var dIn, dOut []float64
+		dIn, dOut := make([]float64, 0, len(s.t)), make([]float64, 0, len(s.t))
 		for k, t := range s.t {
 			inside := t >= from && t <= to
 			if inside {
@@ -684,12 +711,20 @@ func (a *analysis) windowEffects(members []int, from, to int) (jump, varRatio fl
 			}
 		}
 		if mi.N > 0 && mo.N > 0 && mo.Mean > 0 {
-			jm.Add((mi.Mean - mo.Mean) / mo.Mean)
+			e.jump, e.hasJump = (mi.Mean-mo.Mean)/mo.Mean, true
 		}
 		if len(dIn) > 0 && len(dOut) > 0 {
-			if r := robustVarRatio(dIn, dOut); finite(r) {
-				vm.Add(r)
-			}
+			e.varRatio = robustVarRatio(dIn, dOut)
+		}
+		each[x] = e
+	})
+	var jm, vm moments
+	for _, e := range each {
+		if e.hasJump {
+			jm.Add(e.jump)
+		}
+		if finite(e.varRatio) {
+			vm.Add(e.varRatio)
 		}
 	}
 	jump, varRatio = math.NaN(), math.NaN()

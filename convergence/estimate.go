@@ -102,15 +102,19 @@ const (
 	// the map's overhead), counted as min(triple screens, C(bid firms, 3)). Set from the
 	// 25,000-tender, 200-firm market's peak.
 	bytesPerTripleKey = 80
+	// bytesPerMessageLookup: a message's pair key and window index (12 bytes), held while
+	// the messages are gathered by pair (analyseCommunication's first step, on the workers).
+	bytesPerMessageLookup = 12
 	// memoryMargin puts the estimate at 1.4 to 1.8 times the largest measured peak of the
 	// calibration markets: the estimate must cover the peak, and the peak moves with the
 	// collector's timing.
 	memoryMargin = 1.5
 )
 
-// Estimate returns the cost of analysing in (validation included): the CPU time and the peak
-// memory beyond the decoded input, from the counts of the input's dominant loops alone,
-// without analysing it: observations, firm-periods, firms, periods, the firms' regime tests,
+// Estimate returns the cost of analysing in (validation included) on in.Run's workers: the
+// CPU time (of all the workers together, not the wall time) and the peak memory beyond the
+// decoded input, from the counts of the input's dominant loops alone, without analysing it:
+// observations, firm-periods, firms, periods, the firms' regime tests,
 // the pairwise correlations (at most maxPairFirms firms), rows with segments and quantities,
 // messages and bids. Field names the member that drives the cost: "observations", "bids"
 // or "communications". It validates in first and returns the same *engine.InputError as
@@ -146,6 +150,16 @@ func Estimate(in Input) (engine.Cost, error) {
 		float64(d.divRows)*bytesPerDivisionRow + float64(d.divCells)*bytesPerDivisionCell +
 		float64(d.messages)*bytesPerMessage + float64(d.bids)*bytesPerBid + float64(d.tenders)*bytesPerTender +
 		d.tripleKeys*bytesPerTripleKey
+	if d.messages > 0 && d.periods > 0 {
+		// The rotation test's counts: one array of periods per block of coordinated changes,
+		// four blocks per worker, at most commBlockBytes (analyseCommunication); the look-ups
+		// of the messages' pairs, and the pairs' index when it is an array.
+		blocks := min(4*in.Run.workers(), max(1, commBlockBytes/(8*d.periods)))
+		bytes += float64(d.messages)*bytesPerMessageLookup + float64(blocks)*8*float64(d.periods)
+		if F := float64(d.firms); F*F <= maxDensePairs {
+			bytes += 4 * F * F // the pairs' dense index (pairIndex)
+		}
+	}
 	return engine.Cost{
 		CPU:    engine.PerUnit(1, obsNanos+msgNanos+bidNanos),
 		Memory: int64(math.Min(memoryMargin*bytes, math.MaxInt64/2)),

@@ -72,9 +72,11 @@ func buildPanel(v *input, stop *stopper) *panel {
 	for f, name := range v.firms {
 		pn.firms[f].name = name
 		pn.byName[name] = f
+	}
+	stop.each(len(v.firms), 0, func(f int, st *stopper) {
 		rows := v.byFirm[f]
-		if stop.tick(len(rows)) {
-			return nil
+		if st.tick(len(rows)) {
+			return
 		}
 		s := &pn.firms[f]
 		lo, hi := periods[f], periods[f+1]
@@ -92,6 +94,9 @@ func buildPanel(v *input, stop *stopper) *panel {
 			s.pi = append(s.pi, pi)
 			lo = hi
 		}
+	})
+	if stop.check() {
+		return nil
 	}
 	if pn.passThrough(stop); stop.check() {
 		return nil
@@ -151,7 +156,7 @@ type ptSums struct{ sxy, sxx, syy, n, sp2 float64 }
 // the remaining changes.
 func (s *series) ptSums() ptSums {
 	var ps ptSums
-	var dps, dcs []float64
+	dps, dcs := make([]float64, 0, len(s.p)), make([]float64, 0, len(s.p)) // no growth
 	for k := range s.p {
 		ps.sp2 += s.p[k] * s.p[k]
 		if k > 0 && !math.IsNaN(s.c[k]) && !math.IsNaN(s.c[k-1]) {
@@ -209,11 +214,14 @@ func (ps ptSums) fit() (rho, se float64, ok bool) {
 func (pn *panel) passThrough(stop *stopper) {
 	var pool ptSums
 	sums := make([]ptSums, len(pn.firms))
-	for i := range pn.firms {
-		if stop.tick(len(pn.firms[i].p)) {
-			return
+	if stop.each(len(pn.firms), 0, func(i int, st *stopper) {
+		if !st.tick(len(pn.firms[i].p)) {
+			sums[i] = pn.firms[i].ptSums()
 		}
-		sums[i] = pn.firms[i].ptSums()
+	}); stop.check() {
+		return
+	}
+	for i := range sums { // in firm order: the pooled sums do not depend on the workers
 		pool.sxy += sums[i].sxy
 		pool.sxx += sums[i].sxx
 		pool.syy += sums[i].syy
@@ -222,9 +230,9 @@ func (pn *panel) passThrough(stop *stopper) {
 	}
 	pr, pse, pok := pool.fit()
 	pok = pok && identified(pr, pse)
-	for i := range pn.firms {
+	stop.each(len(pn.firms), 0, func(i int, st *stopper) {
 		s := &pn.firms[i]
-		if stop.tick(len(s.p)) {
+		if st.tick(len(s.p)) {
 			return
 		}
 		rho, se, ok := sums[i].fit()
@@ -252,5 +260,8 @@ func (pn *panel) passThrough(stop *stopper) {
 			m.Add(y)
 		}
 		s.meanY, s.sdY = m.Mean, math.Sqrt(m.Variance())
-	}
+		// The changes are made here, once, so that the screens that run at once only read
+		// the series.
+		s.changes()
+	})
 }

@@ -238,34 +238,46 @@ func (ps *priceStats) pairwise(pn *panel, alpha float64, stop *stopper) {
 		}
 		return (s0 + s1) + (s2 + s3)
 	}
-	var sumC, sumCo float64
-	for i := 0; i < P; i++ {
-		if stop.check() {
+	// Each row i (the pairs (i, j), j > i) is a unit of stop's loop, written to its own
+	// stretch of ps.pairs' array; the pairs with too few common changes are then left out,
+	// and the sums taken, in order.
+	all := ps.pairs[:P*(P-1)/2]
+	if stop.each(P-1, 1, func(i int, st *stopper) {
+		if st.check() {
 			return
 		}
+		row := all[i*(2*P-i-1)/2:][:P-1-i]
 		for j := i + 1; j < P; j++ {
 			st := pairStats{i: i, j: j}
 			st.n = common(mask[i], mask[j], 0)
-			if st.n < minPairChanges {
-				continue
-			}
-			st.c0 = clampCorr(dot(z[i], z[j], 0) / float64(st.n))
-			for l := 1; l <= maxLag && l < T; l++ {
-				if n := common(mask[i], mask[j], l); n >= minPairChanges {
-					st.ahead[l] = clampCorr(dot(z[i], z[j], l) / float64(n))
-					st.nl[l] = n
+			if st.n >= minPairChanges {
+				st.c0 = clampCorr(dot(z[i], z[j], 0) / float64(st.n))
+				for l := 1; l <= maxLag && l < T; l++ {
+					if n := common(mask[i], mask[j], l); n >= minPairChanges {
+						st.ahead[l] = clampCorr(dot(z[i], z[j], l) / float64(n))
+						st.nl[l] = n
+					}
+					if n := common(mask[j], mask[i], l); n >= minPairChanges {
+						st.behnd[l] = clampCorr(dot(z[j], z[i], l) / float64(n))
+						st.nlb[l] = n
+					}
 				}
-				if n := common(mask[j], mask[i], l); n >= minPairChanges {
-					st.behnd[l] = clampCorr(dot(z[j], z[i], l) / float64(n))
-					st.nlb[l] = n
-				}
 			}
-			ps.pairOf[[2]int{cands[i].f, cands[j].f}] = len(ps.pairs)
-			ps.pairOf[[2]int{cands[j].f, cands[i].f}] = len(ps.pairs)
-			ps.pairs = append(ps.pairs, st)
-			sumC += st.c0
-			sumCo += st.comove()
+			row[j-i-1] = st
 		}
+	}); stop.check() {
+		return
+	}
+	var sumC, sumCo float64
+	for _, st := range all {
+		if st.n < minPairChanges {
+			continue
+		}
+		ps.pairOf[[2]int{cands[st.i].f, cands[st.j].f}] = len(ps.pairs)
+		ps.pairOf[[2]int{cands[st.j].f, cands[st.i].f}] = len(ps.pairs)
+		ps.pairs = append(ps.pairs, st) // at or before st's own place in all
+		sumC += st.c0
+		sumCo += st.comove()
 	}
 	if len(ps.pairs) == 0 {
 		return

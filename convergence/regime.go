@@ -68,7 +68,7 @@ func fitRegime(s *series, firm int) regimeFit {
 	mi, mo := rise.in, rise.out
 	// Size of first differences inside and outside (pairs straddling a boundary are left
 	// out).
-	var dIn, dOut []float64
+	dIn, dOut := make([]float64, 0, n), make([]float64, 0, n) // no growth: less for the collector
 	for k := 1; k < n; k++ {
 		d := math.Abs(y[k] - y[k-1])
 		inK, inP := k >= bs && k < be, k-1 >= bs && k-1 < be
@@ -178,7 +178,7 @@ func windowTest(s *series, from, to int) (p float64) {
 		return 1
 	}
 	res := make([]float64, len(s.y))
-	var dIn, dOut []float64
+	dIn, dOut := make([]float64, 0, len(s.y)), make([]float64, 0, len(s.y))
 	for k, t := range s.t {
 		inside := t >= from && t <= to
 		if inside {

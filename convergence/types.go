@@ -57,6 +57,9 @@ type Input struct {
 	Benchmarks     *Benchmarks     `json:"benchmarks,omitempty"`
 	// Sensitivity is the false-alarm level in (0, 0.2]; nil means DefaultSensitivity.
 	Sensitivity *float64 `json:"sensitivity,omitempty"`
+	// Run tunes how Analyze and Validate run; it never changes the result and is not part
+	// of the body.
+	Run Options `json:"-"`
 
 	// checked is what Validate built, so that Analyze does not check the input twice.
 	checked engine.Compiled[inputKey, input]

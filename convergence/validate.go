@@ -2,10 +2,12 @@ package convergence
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"riskapi/engine"
 )
@@ -131,13 +133,15 @@ func validate(in *Input) (*input, *engine.InputError) {
 		return nil, engine.Invalid(CodeInvalidMarketID, "market_id", MarketIDExpected, rec,
 			"market_id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'.")
 	}
-	if err := v.indexObservations(in.Observations); err != nil {
+	// Validation has no context: its loops run to the end, on in.Run's workers.
+	stop := &stopper{ctx: context.Background(), crew: newCrew(in.Run)}
+	if err := v.indexObservations(in.Observations, stop); err != nil {
 		return nil, err
 	}
 	if err := v.indexBids(in.Bids); err != nil {
 		return nil, err
 	}
-	if err := v.indexMessages(in.Communications); err != nil {
+	if err := v.indexMessages(in.Communications, stop); err != nil {
 		return nil, err
 	}
 	if b := in.Benchmarks; b != nil {
@@ -191,95 +195,197 @@ type obsKey struct {
 	key  int64
 }
 
-func (v *input) indexObservations(obs []Observation) *engine.InputError {
-	firmIdx := map[string]int32{}
-	segIdx := map[string]int32{}
-	type parsed struct {
-		form periodForm
-		key  int64
+// parsedPeriod is a period's form and ordering key.
+type parsedPeriod struct {
+	form periodForm
+	key  int64
+}
+
+// rowChunks is the number of chunks a pass over n rows is cut into: one on one worker, else
+// four per worker (rows of one firm or period are not spread evenly), at least
+// minChunkRows rows each.
+func rowChunks(n int, stop *stopper) int {
+	if stop.crew == nil {
+		return 1
 	}
-	cache := map[string]parsed{}
-	periodOf := map[int64]Period{}
-	v.rows = make([]obsRow, 0, len(obs))
-	v.allCost, v.allQty = len(obs) > 0, len(obs) > 0
-	for i := range obs {
-		o := &obs[i]
-		fail := func(field, expected, received, format string, args ...any) *engine.InputError {
-			// A repeated observation earlier in the document is the first failure.
-			if err := v.firstDuplicate(obs, i); err != nil {
-				return err
-			}
-			path := "observations[" + strconv.Itoa(i) + "]"
-			return engine.Invalid(CodeInvalidObservations, path+field, expected, received, path+format, args...)
-		}
-		if o.Firm == "" {
-			return fail(".firm", "string (1-128 chars)", "missing", ".firm is required.")
-		}
-		if len(o.Firm) > maxNameLen {
-			return fail(".firm", "string (1-128 chars)", "string", ".firm must be at most 128 characters long.")
-		}
-		pc, ok := cache[o.Period.raw]
-		if !ok {
-			f, k := o.Period.parse()
-			pc = parsed{f, k}
-			cache[o.Period.raw] = pc
-		}
-		if pc.form == formInvalid {
-			return fail(".period", periodExpectation, o.Period.jsonKind(), ".period must be an integer or an RFC 3339 date or date-time.")
-		}
-		if v.form == formInvalid {
-			v.form = pc.form
-		} else if pc.form != v.form {
-			return fail(".period", formName(v.form)+" (the form of the other periods)", o.Period.jsonKind(),
-				".period must have the same form as the other periods (all integers, or all dates and date-times).")
-		}
-		if o.Price == nil || !finite(*o.Price) || *o.Price <= 0 {
-			return fail(".price", "number (> 0)", numKind(o.Price), ".price must be a number greater than 0.")
-		}
-		cost, qty := math.NaN(), math.NaN()
-		if o.Cost != nil {
-			if !finite(*o.Cost) || *o.Cost < 0 {
-				return fail(".cost", "number (>= 0)", "number", ".cost must be a number of at least 0.")
-			}
-			cost = *o.Cost
-			v.anyCost = true
-		} else {
-			v.allCost = false
-		}
-		if o.Quantity != nil {
-			if !finite(*o.Quantity) || *o.Quantity < 0 {
-				return fail(".quantity", "number (>= 0)", "number", ".quantity must be a number of at least 0.")
-			}
-			qty = *o.Quantity
-		} else {
-			v.allQty = false
-		}
-		seg := int32(-1)
-		if o.Segment != "" {
-			if len(o.Segment) > maxNameLen {
-				return fail(".segment", "string (1-128 chars)", "string", ".segment must be at most 128 characters long.")
-			}
-			s, ok := segIdx[o.Segment]
+	return max(1, min(4*(cap(stop.crew.tokens)+1), n/minChunkRows))
+}
+
+// minChunkRows is the fewest rows of a chunk of rowChunks.
+const minChunkRows = 1024
+
+// rowFailure is the first check a row fails: the member, what was expected and received,
+// and the message after the row's path.
+type rowFailure struct {
+	field, expected, received, message string
+}
+
+// observationFailure is the first check observation o fails (its period parsed as pc; form
+// is the form of the first observation's period, which every period must have), or nil.
+func observationFailure(o *Observation, pc parsedPeriod, form periodForm) *rowFailure {
+	switch {
+	case o.Firm == "":
+		return &rowFailure{".firm", "string (1-128 chars)", "missing", ".firm is required."}
+	case len(o.Firm) > maxNameLen:
+		return &rowFailure{".firm", "string (1-128 chars)", "string", ".firm must be at most 128 characters long."}
+	case pc.form == formInvalid:
+		return &rowFailure{".period", periodExpectation, o.Period.jsonKind(), ".period must be an integer or an RFC 3339 date or date-time."}
+	case pc.form != form:
+		return &rowFailure{".period", formName(form) + " (the form of the other periods)", o.Period.jsonKind(),
+			".period must have the same form as the other periods (all integers, or all dates and date-times)."}
+	case o.Price == nil || !finite(*o.Price) || *o.Price <= 0:
+		return &rowFailure{".price", "number (> 0)", numKind(o.Price), ".price must be a number greater than 0."}
+	case o.Cost != nil && (!finite(*o.Cost) || *o.Cost < 0):
+		return &rowFailure{".cost", "number (>= 0)", "number", ".cost must be a number of at least 0."}
+	case o.Quantity != nil && (!finite(*o.Quantity) || *o.Quantity < 0):
+		return &rowFailure{".quantity", "number (>= 0)", "number", ".quantity must be a number of at least 0."}
+	case len(o.Segment) > maxNameLen:
+		return &rowFailure{".segment", "string (1-128 chars)", "string", ".segment must be at most 128 characters long."}
+	}
+	return nil
+}
+
+// obsChunk is what the first pass over a chunk of observations found.
+type obsChunk struct {
+	firms, segments []string // in the order of their first appearance in the chunk
+	periods         []int32  // rows of the first appearances of the chunk's periods
+	failed          int      // the chunk's first row that fails a check; −1 when none
+	anyCost, anySeg bool
+	allCost, allQty bool
+}
+
+// indexObservations checks the observations in document order and indexes them. Chunks of
+// rows are units of stop's loop: each checks its rows, parses their periods (once per
+// distinct period of the chunk) and numbers their firms and segments in the order of their
+// first appearance in the chunk. The chunks' numbers are then joined in chunk order, which
+// numbers the firms and segments, and picks each period's first form, in the order of their
+// first appearance in the document, as one pass would; the first failing row of the first
+// failing chunk is the document's first failure.
+func (v *input) indexObservations(obs []Observation, stop *stopper) *engine.InputError {
+	n := len(obs)
+	chunks := rowChunks(n, stop)
+	form := formInvalid
+	if n > 0 {
+		form, _ = obs[0].Period.parse()
+	}
+	v.rows = make([]obsRow, n)
+	found := make([]obsChunk, chunks)
+	stop.each(chunks, 1, func(c int, _ *stopper) {
+		ch := obsChunk{failed: -1, allCost: true, allQty: true}
+		cache := map[string]parsedPeriod{}
+		firms, segments := map[string]int32{}, map[string]int32{}
+		keys := map[int64]struct{}{}
+		for i := c * n / chunks; i < (c+1)*n/chunks; i++ {
+			o := &obs[i]
+			pc, ok := cache[o.Period.raw]
 			if !ok {
-				s = int32(len(v.segments))
-				segIdx[o.Segment] = s
-				v.segments = append(v.segments, o.Segment)
+				f, k := o.Period.parse()
+				pc = parsedPeriod{f, k}
+				cache[o.Period.raw] = pc
 			}
-			seg = s
-			v.anySeg = true
+			if observationFailure(o, pc, form) != nil {
+				ch.failed = i
+				break
+			}
+			f, ok := firms[o.Firm]
+			if !ok {
+				f = int32(len(ch.firms))
+				firms[o.Firm] = f
+				ch.firms = append(ch.firms, o.Firm)
+			}
+			seg := int32(-1)
+			if o.Segment != "" {
+				if seg, ok = segments[o.Segment]; !ok {
+					seg = int32(len(ch.segments))
+					segments[o.Segment] = seg
+					ch.segments = append(ch.segments, o.Segment)
+				}
+				ch.anySeg = true
+			}
+			if _, ok := keys[pc.key]; !ok {
+				keys[pc.key] = struct{}{}
+				ch.periods = append(ch.periods, int32(i))
+			}
+			cost, qty := math.NaN(), math.NaN()
+			if o.Cost != nil {
+				cost, ch.anyCost = *o.Cost, true
+			} else {
+				ch.allCost = false
+			}
+			if o.Quantity != nil {
+				qty = *o.Quantity
+			} else {
+				ch.allQty = false
+			}
+			v.rows[i] = obsRow{firm: f, seg: seg, key: pc.key, row: int32(i), price: *o.Price, cost: cost, qty: qty}
 		}
-		f, ok := firmIdx[o.Firm]
-		if !ok {
-			f = int32(len(v.firms))
-			firmIdx[o.Firm] = f
-			v.firms = append(v.firms, o.Firm)
+		found[c] = ch
+	})
+	// Join the chunks up to the first failing one: the rows before its failure are valid.
+	failed := -1
+	firmIdx, segIdx := map[string]int32{}, map[string]int32{}
+	number := func(names []string, idx map[string]int32, all *[]string) []int32 {
+		out := make([]int32, len(names))
+		for k, name := range names {
+			x, ok := idx[name]
+			if !ok {
+				x = int32(len(*all))
+				idx[name] = x
+				*all = append(*all, name)
+			}
+			out[k] = x
 		}
-		if _, ok := periodOf[pc.key]; !ok {
-			periodOf[pc.key] = o.Period
-		}
-		v.rows = append(v.rows, obsRow{firm: f, seg: seg, key: pc.key, row: int32(i), price: *o.Price, cost: cost, qty: qty})
+		return out
 	}
-	// Rows by firm (stable, so in document order), then by period and segment.
+	firmOf, segOf := make([][]int32, chunks), make([][]int32, chunks)
+	v.allCost, v.allQty = n > 0, n > 0
+	for c := range found {
+		ch := &found[c]
+		firmOf[c] = number(ch.firms, firmIdx, &v.firms)
+		segOf[c] = number(ch.segments, segIdx, &v.segments)
+		v.anyCost, v.anySeg = v.anyCost || ch.anyCost, v.anySeg || ch.anySeg
+		v.allCost, v.allQty = v.allCost && ch.allCost, v.allQty && ch.allQty
+		if ch.failed >= 0 {
+			failed, chunks = ch.failed, c+1
+			break
+		}
+	}
+	end := n
+	if failed >= 0 {
+		end = failed
+	}
+	stop.each(chunks, 1, func(c int, _ *stopper) {
+		for i := c * n / len(found); i < min((c+1)*n/len(found), end); i++ {
+			r := &v.rows[i]
+			r.firm = firmOf[c][r.firm]
+			if r.seg >= 0 {
+				r.seg = segOf[c][r.seg]
+			}
+		}
+	})
+	if failed >= 0 {
+		v.rows = v.rows[:failed]
+		// A repeated observation earlier in the document is the first failure.
+		if err := v.firstDuplicate(obs, failed); err != nil {
+			return err
+		}
+		o := &obs[failed]
+		f, k := o.Period.parse()
+		e := observationFailure(o, parsedPeriod{f, k}, form)
+		path := "observations[" + strconv.Itoa(failed) + "]"
+		return engine.Invalid(CodeInvalidObservations, path+e.field, e.expected, e.received, "%s", path+e.message)
+	}
+	v.form = form
+	periodOf := map[int64]Period{}
+	for _, ch := range found {
+		for _, i := range ch.periods {
+			if key := v.rows[i].key; periodOf[key].IsZero() {
+				periodOf[key] = obs[i].Period
+			}
+		}
+	}
+	// Rows by firm (stable, so in document order), then by period and segment; each
+	// firm's sort and check for repeats is a unit of stop's loop.
 	count := make([]int, len(v.firms)+1)
 	for _, r := range v.rows {
 		count[r.firm+1]++
@@ -294,18 +400,25 @@ func (v *input) indexObservations(obs []Observation) *engine.InputError {
 		pos[r.firm]++
 	}
 	v.byFirm = make([][]obsRow, len(v.firms))
-	dup := -1
-	for f := range v.firms {
+	dups := make([]int32, len(v.firms)) // each firm's first repeated row; −1 when none
+	stop.each(len(v.firms), 0, func(f int, _ *stopper) {
 		rs := sorted[count[f]:count[f+1]]
 		if !slices.IsSortedFunc(rs, cmpKeySeg) {
 			slices.SortStableFunc(rs, cmpKeySeg)
 		}
+		dups[f] = -1
 		for k := 1; k < len(rs); k++ {
-			if cmpKeySeg(rs[k-1], rs[k]) == 0 && (dup < 0 || int(rs[k].row) < dup) {
-				dup = int(rs[k].row)
+			if cmpKeySeg(rs[k-1], rs[k]) == 0 && (dups[f] < 0 || rs[k].row < dups[f]) {
+				dups[f] = rs[k].row
 			}
 		}
 		v.byFirm[f] = rs
+	})
+	dup := -1
+	for _, d := range dups {
+		if d >= 0 && (dup < 0 || int(d) < dup) {
+			dup = int(d)
+		}
 	}
 	if dup >= 0 {
 		return duplicateError(obs, dup)
@@ -425,12 +538,43 @@ func (v *input) indexBids(bids []Bid) *engine.InputError {
 	return nil
 }
 
-func (v *input) indexMessages(msgs []Communication) *engine.InputError {
+// indexMessages checks the communications in document order and indexes them. Chunks of
+// messages are units of stop's loop, each message checked on its own (the form of the
+// observations' periods is known); a failure is then reported by the pass in document
+// order (messagesInOrder), which finds the first one.
+func (v *input) indexMessages(msgs []Communication, stop *stopper) *engine.InputError {
+	chunks := rowChunks(len(msgs), stop)
+	v.msgs = make([]message, len(msgs))
+	var failed atomic.Bool
+	stop.each(chunks, 1, func(c int, _ *stopper) {
+		for i := c * len(msgs) / chunks; i < (c+1)*len(msgs)/chunks; i++ {
+			m := &msgs[i]
+			f, k := m.Timestamp.parse()
+			if !v.validMessage(m, f) {
+				failed.Store(true)
+				return
+			}
+			v.msgs[i] = message{from: m.From, to: m.To, key: k}
+		}
+	})
+	if failed.Load() {
+		return v.messagesInOrder(msgs)
+	}
+	return nil
+}
+
+// validMessage reports whether message m, its timestamp of form f, passes every check.
+func (v *input) validMessage(m *Communication, f periodForm) bool {
+	return okName(m.From) && okName(m.To) && f != formInvalid && (v.form == formInvalid || f == v.form)
+}
+
+// messagesInOrder is indexMessages in one pass in document order: the first failure.
+func (v *input) messagesInOrder(msgs []Communication) *engine.InputError {
 	v.msgs = make([]message, 0, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
 		f, k := m.Timestamp.parse()
-		if okName(m.From) && okName(m.To) && f != formInvalid && (v.form == formInvalid || f == v.form) {
+		if v.validMessage(m, f) {
 			v.msgs = append(v.msgs, message{from: m.From, to: m.To, key: k})
 			continue
 		}

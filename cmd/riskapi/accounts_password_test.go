@@ -12,6 +12,7 @@ import (
 	"riskapi/internal/dashboard"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 )
 
 // setPassword runs `accounts set-password` with input on standard input.
@@ -29,7 +30,7 @@ func setPassword(t *testing.T, e env, input string, args ...string) (string, err
 // the password comes from standard input only, and a reset signs the user out everywhere.
 // (Not parallel: it replaces the package's stdin.)
 func TestAccountsSetPassword(t *testing.T) {
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	e := env{"RISKAPI_DATA_DIR": dir}
 	out := cli(t, e, "accounts", "create", "--name", "Acme", "--email", "risk@acme.example", "--plan", "starter", "--json")
 	var created struct{ ID string }

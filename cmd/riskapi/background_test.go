@@ -13,6 +13,7 @@ import (
 	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/testlog"
 )
 
@@ -35,7 +36,7 @@ func TestPurgeRunsOnTheLeaderOnly(t *testing.T) {
 	t.Parallel()
 	for name, open := range map[string]func(t *testing.T) func() store.Store{
 		"sqlite": func(t *testing.T) func() store.Store {
-			dir := t.TempDir()
+			dir := sqlitetest.Dir(t)
 			return func() store.Store {
 				st, err := sqlite.Open(context.Background(), dir)
 				if err != nil {
@@ -45,7 +46,7 @@ func TestPurgeRunsOnTheLeaderOnly(t *testing.T) {
 			}
 		},
 		"postgres": func(t *testing.T) func() store.Store {
-			url := pgtest.NewDatabase(t)
+			url := pgtest.NewMigratedDatabase(t, postgres.Migrate)
 			return func() store.Store {
 				st, err := postgres.Open(context.Background(), url)
 				if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"riskapi/internal/mcptools"
+	"riskapi/internal/store/sqlite/sqlitetest"
 )
 
 // stdioMCP runs `riskapi mcp` in-process with pipes for stdin and stdout, forwarding to
@@ -71,7 +72,7 @@ var accountIDPattern = regexp.MustCompile(`acct_[0-9A-Za-z]+`)
 // without the scope, or no valid key, is a JSON-RPC error.
 func TestMCPOnStdioForwardsToTheService(t *testing.T) {
 	t.Parallel()
-	e := env{"RISKAPI_DATA_DIR": t.TempDir()}
+	e := env{"RISKAPI_DATA_DIR": sqlitetest.Dir(t)}
 	svc := startServe(t, e)
 	key := testKeyPattern.FindString(svc.stdout.String())
 	cs := stdioMCP(t, svc.url, key)

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"riskapi/drift"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/webhook"
 )
 
@@ -34,7 +35,7 @@ import (
 func TestStockOTLPExporter(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t)
-	svc := startServe(t, env{"RISKAPI_DATA_DIR": t.TempDir(), "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true", "RISKAPI_ACCOUNT_CONCURRENCY": "1"})
+	svc := startServe(t, env{"RISKAPI_DATA_DIR": sqlitetest.Dir(t), "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true", "RISKAPI_ACCOUNT_CONCURRENCY": "1"})
 	key := testKeyPattern.FindString(svc.stdout.String())
 	if status, res := apiCall(t, svc, http.MethodPost, "/v1/webhooks", key,
 		fmt.Sprintf(`{"url": %q, "events": ["drift.shadow_detected"], "secret": %q}`, rc.URL+"/hook", receiverSecret)); status != http.StatusCreated {

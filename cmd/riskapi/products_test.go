@@ -11,6 +11,7 @@ import (
 	"riskapi/cascade"
 	"riskapi/convergence"
 	"riskapi/drift"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/webhook"
 )
 
@@ -19,7 +20,7 @@ import (
 func productService(t *testing.T) (*service, string, *receiver) {
 	t.Helper()
 	rc := newReceiver(t)
-	svc := startServe(t, env{"RISKAPI_DATA_DIR": t.TempDir(), "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true"})
+	svc := startServe(t, env{"RISKAPI_DATA_DIR": sqlitetest.Dir(t), "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true"})
 	key := testKeyPattern.FindString(svc.stdout.String())
 	status, created := apiCall(t, svc, http.MethodPost, "/v1/webhooks", key,
 		fmt.Sprintf(`{"url": %q, "events": ["*"], "secret": %q}`, rc.URL+"/hook", receiverSecret))
@@ -80,7 +81,7 @@ func TestDriftShadowReachesTheWebhook(t *testing.T) {
 // back; the next server on the same store resumes it to completion and fires the event.
 func TestCascadeSimulationSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	rc := newReceiver(t)
 	e := env{"RISKAPI_DATA_DIR": dir, "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true"}
 	svc := startServe(t, e)

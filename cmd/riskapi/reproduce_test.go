@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +28,7 @@ func TestSecurityReproductions(t *testing.T) {
 		t.Skip("set RISKAPI_TEST_REPRODUCE=1 to replay the full-size reproductions")
 	}
 	const memoryLimit = 2 << 30
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	e := env{"RISKAPI_DATA_DIR": dir}
 	cli(t, e, "migrate")
 	keyOf := func(name string) string {

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"riskapi/internal/ident"
+	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 )
 
@@ -130,7 +131,7 @@ func TestTwoProcessesShareOneLimit(t *testing.T) {
 	if redisURL == "" {
 		t.Skipf("%s is not set; skipping the scale-out test (CI sets it)", redisTestURL)
 	}
-	dbURL := pgtest.NewDatabase(t)
+	dbURL := pgtest.NewMigratedDatabase(t, postgres.Migrate)
 	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
 		t.Fatalf("%s: %v", redisTestURL, err)

@@ -24,6 +24,7 @@ import (
 	"riskapi/internal/httpapi"
 	"riskapi/internal/ident"
 	"riskapi/internal/jobs"
+	"riskapi/internal/logbuffer"
 	"riskapi/internal/monitor"
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/ratepolicy"
@@ -249,7 +250,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return helpOK(err)
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	// Access lines are written in batches, every other line at once (internal/logbuffer);
+	// the deferred Flush, the first defer, runs last.
+	logOut := logbuffer.NewWriter(stderr)
+	defer logOut.Flush()
+	logger := slog.New(logbuffer.NewHandler(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.logLevel}), logOut, httpapi.AccessLogMessage))
 	applyMemoryLimit(cfg.bounds, getenv)
 
 	st, err := cfg.store.open(ctx)

@@ -24,6 +24,7 @@ import (
 	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/webhook"
 )
 
@@ -179,7 +180,7 @@ func apiCall(t *testing.T, svc *service, method, path, key, body string) (int, m
 func TestWebhookTestEventArrivesSignedWithinOneSecond(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t)
-	svc := startServe(t, env{"RISKAPI_DATA_DIR": t.TempDir(), "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true"})
+	svc := startServe(t, env{"RISKAPI_DATA_DIR": sqlitetest.Dir(t), "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true"})
 	key := testKeyPattern.FindString(svc.stdout.String())
 	status, created := apiCall(t, svc, http.MethodPost, "/v1/webhooks", key,
 		fmt.Sprintf(`{"url": %q, "events": ["drift.shadow_detected"], "secret": %q}`, rc.URL+"/hook", receiverSecret))
@@ -247,7 +248,7 @@ func TestFailedAttemptsAreRetriedWithTheSameBody(t *testing.T) {
 		}
 		return http.StatusOK
 	}
-	svc := startServe(t, env{"RISKAPI_DATA_DIR": t.TempDir(), "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true",
+	svc := startServe(t, env{"RISKAPI_DATA_DIR": sqlitetest.Dir(t), "RISKAPI_ALLOW_PRIVATE_WEBHOOKS": "true",
 		"RISKAPI_WEBHOOK_RETRY_SCHEDULE": "100ms,100ms,100ms"})
 	key := testKeyPattern.FindString(svc.stdout.String())
 	_, created := apiCall(t, svc, http.MethodPost, "/v1/webhooks", key,
@@ -330,7 +331,7 @@ func TestCrashMidDeliveryLosesNothing(t *testing.T) {
 	// so the kill always falls mid-delivery with every attempt in flight held.
 	release := rc.hold(answered)
 	defer release()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	e := env{"RISKAPI_DATA_DIR": dir}
 	accountID := createAccount(t, e)
 	st, err := sqlite.Open(context.Background(), dir)
@@ -368,7 +369,7 @@ func TestCrashMidDeliveryLosesNothing(t *testing.T) {
 // TestTwoProcessesNeverSendAnAttemptTwice: two servers on one PostgreSQL database deliver
 // 1,000 events; every delivery reaches the receiver exactly once.
 func TestTwoProcessesNeverSendAnAttemptTwice(t *testing.T) {
-	dbURL := pgtest.NewDatabase(t)
+	dbURL := pgtest.NewMigratedDatabase(t, postgres.Migrate)
 	const events = 1000
 	rc := newReceiver(t)
 	// Nothing is answered until both processes run, so that they deliver side by side.

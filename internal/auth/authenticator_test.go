@@ -11,6 +11,7 @@ import (
 
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/testclock"
 )
 
@@ -33,7 +34,7 @@ func (c *countingStore) TouchAPIKeys(ctx context.Context, m map[string]time.Time
 
 func setupAuth(t *testing.T) (*Authenticator, *countingStore, *testclock.Clock, string) {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
+	st, err := sqlite.Open(context.Background(), sqlitetest.Dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

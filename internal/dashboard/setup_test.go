@@ -21,6 +21,7 @@ import (
 	"riskapi/internal/ratelimit"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/testclock"
 	"riskapi/internal/testlog"
 	"riskapi/internal/usage"
@@ -49,7 +50,7 @@ var testHash = sync.OnceValue(func() string { return HashPassword(testPassword) 
 func setup(t *testing.T, edit func(*Config)) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir())
+	st, err := sqlite.Open(ctx, sqlitetest.Dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

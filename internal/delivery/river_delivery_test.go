@@ -25,8 +25,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"riskapi/internal/store"
+	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 )
 
 // riverCapSnooze is how long a job waits when its endpoint already has MaxPerEndpoint attempts
@@ -60,11 +62,11 @@ type riverStore struct {
 
 var riverStores = []riverStore{
 	{"sqlite", func(tb testing.TB) (store.Store, string) {
-		dir := tb.TempDir()
+		dir := sqlitetest.Dir(tb)
 		return openSQLiteIn(tb, dir), dir
 	}, openRiverSQLite},
 	{"postgres", func(tb testing.TB) (store.Store, string) {
-		dbURL := pgtest.NewDatabase(tb)
+		dbURL := pgtest.NewMigratedDatabase(tb, postgres.Migrate)
 		return openPostgresAt(tb, dbURL), dbURL
 	}, openRiverPostgres},
 }

@@ -18,6 +18,7 @@ import (
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/sqlite"
 
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/testlog"
 )
 
@@ -37,7 +38,7 @@ func forEachStore(t *testing.T, test func(t *testing.T, s store.Store)) {
 
 func openSQLite(tb testing.TB) store.Store {
 	tb.Helper()
-	return openSQLiteIn(tb, tb.TempDir())
+	return openSQLiteIn(tb, sqlitetest.Dir(tb))
 }
 
 // openSQLiteIn opens the store in dir, whose database file (dir/sqlite.FileName) another
@@ -54,7 +55,7 @@ func openSQLiteIn(tb testing.TB, dir string) store.Store {
 
 func openPostgres(tb testing.TB) store.Store {
 	tb.Helper()
-	return openPostgresAt(tb, pgtest.NewDatabase(tb))
+	return openPostgresAt(tb, pgtest.NewMigratedDatabase(tb, postgres.Migrate))
 }
 
 // openPostgresAt opens the store on the database at url, which another pool may open too.

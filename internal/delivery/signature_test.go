@@ -20,6 +20,7 @@ import (
 	"riskapi/internal/ident"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/store/sqlstore"
 	"riskapi/internal/store/storetest"
 	"riskapi/webhook"
@@ -147,7 +148,7 @@ func TestRetriesAreSignedAtTheirOwnTime(t *testing.T) {
 // deliveries go out.
 func TestUndecryptableSecretIsNotSent(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	open := func(opts ...sqlstore.Option) store.Store {
 		s, err := sqlite.Open(context.Background(), dir, opts...)
 		if err != nil {

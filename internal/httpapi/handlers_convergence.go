@@ -31,7 +31,10 @@ type analyzeMarketRequest struct {
 func (req *analyzeMarketRequest) validate() *Error { return asValidation(req.Input.Validate()) }
 
 // estimate is the engine's estimate of the screen's work; Convergence has no background form.
+// The number of workers is fixed here, so that the analysis runs on the workers whose memory
+// the request reserves (the CPU budget is of all workers together).
 func (req *analyzeMarketRequest) estimate(time.Duration) (engine.Cost, bool, error) {
+	req.Run = req.Run.Resolve()
 	cost, err := convergence.Estimate(req.Input)
 	return cost, false, err
 }

@@ -347,6 +347,10 @@ func (s *Server) addDeprecationHeaders(h http.Header) {
 	}
 }
 
+// AccessLogMessage is the message of the access log's lines, one a request; riskapi serve
+// batches their writes (internal/logbuffer).
+const AccessLogMessage = "request"
+
 // observe records metrics and the access log line of a finished request. The line is
 // written with typed attributes (LogAttrs), which spares boxing each value; it reads as the
 // request logger's lines do, request_id first.
@@ -367,5 +371,5 @@ func (s *Server) observe(r *http.Request, info *requestInfo, status int) {
 		attrs[6], attrs[7] = slog.String("account", p.Account.ID), slog.String("key", p.Key.ID)
 		n = 8
 	}
-	log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs[:n]...)
+	log.LogAttrs(context.Background(), slog.LevelInfo, AccessLogMessage, attrs[:n]...)
 }

@@ -19,6 +19,7 @@ import (
 	"riskapi/internal/simulation/simulationtest"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/testclock"
 	"riskapi/internal/testlog"
 	"riskapi/internal/usage"
@@ -46,7 +47,7 @@ type bundle struct {
 // routes that exist only in tests.
 func setup(t testing.TB, edit func(*Config), mount func(*Server)) *bundle {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), t.TempDir())
+	st, err := sqlite.Open(context.Background(), sqlitetest.Dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

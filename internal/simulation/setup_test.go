@@ -18,6 +18,7 @@ import (
 	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/testclock"
 	"riskapi/internal/testlog"
 )
@@ -38,7 +39,7 @@ type bundle struct {
 // setup is a bundle on a SQLite store of its own.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	return setupOn(t, func() store.Store {
 		st, err := sqlite.Open(context.Background(), dir)
 		if err != nil {
@@ -53,7 +54,7 @@ func setup(t *testing.T) *bundle {
 // RISKAPI_TEST_POSTGRES_URL is set.
 func setupPostgres(t *testing.T) *bundle {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
+	url := pgtest.NewMigratedDatabase(t, postgres.Migrate)
 	return setupOn(t, func() store.Store {
 		st, err := postgres.Open(context.Background(), url)
 		if err != nil {

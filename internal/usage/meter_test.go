@@ -9,10 +9,11 @@ import (
 
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 )
 
 func TestMeterBatchesAndKeepsUnitsOnFailure(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
+	st, err := sqlite.Open(context.Background(), sqlitetest.Dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func open(t *testing.T, url string, opts ...sqlstore.Option) store.Store {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return open(t, pgtest.NewDatabase(t))
+		return open(t, pgtest.NewMigratedDatabase(t, postgres.Migrate))
 	})
 }
 
@@ -84,7 +84,7 @@ func TestConcurrentOpensOfFreshDatabase(t *testing.T) {
 // Bootstrap must insert once when the callers are separate instances, each with its own pool.
 func TestBootstrapAcrossOpens(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := pgtest.NewMigratedDatabase(t, postgres.Migrate)
 	storetest.BootstrapRace(t, 8, open(t, url), open(t, url))
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"riskapi/internal/store"
 	"riskapi/internal/store/keyring"
+	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/sqlstore"
 	"riskapi/internal/store/storetest"
@@ -21,7 +22,7 @@ func openWithKeys(t *testing.T, url string, ring *keyring.Ring) store.Store {
 
 func TestSecrets(t *testing.T) {
 	t.Parallel()
-	storetest.RunSecrets(t, func(t *testing.T) string { return pgtest.NewDatabase(t) }, openWithKeys)
+	storetest.RunSecrets(t, func(t *testing.T) string { return pgtest.NewMigratedDatabase(t, postgres.Migrate) }, openWithKeys)
 }
 
 // rowsHolding returns "table: text…" for every row of every table of the database whose text
@@ -83,12 +84,12 @@ func pqIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `"
 func TestSecretsNotInDatabase(t *testing.T) {
 	t.Parallel()
 	ring, _ := storetest.NewRing(t)
-	url := pgtest.NewDatabase(t)
+	url := pgtest.NewMigratedDatabase(t, postgres.Migrate)
 	if found := rowsHolding(t, url, storetest.UseWebhookSecrets(t, openWithKeys(t, url, ring))); len(found) > 0 {
 		t.Errorf("with a key, rows hold secrets: %v", found)
 	}
 
-	plainURL := pgtest.NewDatabase(t)
+	plainURL := pgtest.NewMigratedDatabase(t, postgres.Migrate)
 	plain := storetest.UseWebhookSecrets(t, open(t, plainURL))
 	if found := rowsHolding(t, plainURL, plain); len(found) == 0 {
 		t.Fatal("without a key, no row holds a secret: the search cannot see them")

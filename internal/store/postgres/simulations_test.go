@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"testing"
 
+	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/storetest"
 )
@@ -12,7 +13,7 @@ import (
 // across them.
 func TestSimulationQueueAcrossOpens(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := pgtest.NewMigratedDatabase(t, postgres.Migrate)
 	first, second := open(t, url), open(t, url)
 	storetest.SimulationChunkRace(t, first, second)
 	storetest.SimulationQueueRace(t, 12, 5, first, second)

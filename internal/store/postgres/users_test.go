@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"riskapi/internal/store"
+	"riskapi/internal/store/postgres"
 	"riskapi/internal/store/postgres/pgtest"
 	"riskapi/internal/store/storetest"
 )
@@ -11,6 +12,6 @@ import (
 func TestUsersConformance(t *testing.T) {
 	t.Parallel()
 	storetest.RunUsers(t, func(t *testing.T) store.Store {
-		return open(t, pgtest.NewDatabase(t))
+		return open(t, pgtest.NewMigratedDatabase(t, postgres.Migrate))
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"riskapi/internal/store"
 	"riskapi/internal/store/keyring"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/store/sqlstore"
 	"riskapi/internal/store/storetest"
 )
@@ -21,7 +22,7 @@ func openWithKeys(t *testing.T, dir string, ring *keyring.Ring) store.Store {
 
 func TestSecrets(t *testing.T) {
 	t.Parallel()
-	storetest.RunSecrets(t, func(t *testing.T) string { return t.TempDir() }, openWithKeys)
+	storetest.RunSecrets(t, func(t *testing.T) string { return sqlitetest.Dir(t) }, openWithKeys)
 }
 
 // The whole conformance suite holds with webhook secrets encrypted.
@@ -29,7 +30,7 @@ func TestConformanceWithSecretKeys(t *testing.T) {
 	t.Parallel()
 	ring, _ := storetest.NewRing(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return openWithKeys(t, t.TempDir(), ring)
+		return openWithKeys(t, sqlitetest.Dir(t), ring)
 	})
 }
 
@@ -60,7 +61,7 @@ func findInFiles(t *testing.T, dir string, texts []string) (found []string) {
 func TestSecretsNotInDatabaseFiles(t *testing.T) {
 	t.Parallel()
 	ring, _ := storetest.NewRing(t)
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	s := openWithKeys(t, dir, ring)
 	secrets := storetest.UseWebhookSecrets(t, s)
 	if found := findInFiles(t, dir, secrets); len(found) > 0 {
@@ -73,7 +74,7 @@ func TestSecretsNotInDatabaseFiles(t *testing.T) {
 		t.Errorf("with a key, the closed database files hold secrets: %v", found)
 	}
 
-	plainDir := t.TempDir()
+	plainDir := sqlitetest.Dir(t)
 	plainSecrets := storetest.UseWebhookSecrets(t, open(t, plainDir))
 	if found := findInFiles(t, plainDir, plainSecrets); len(found) == 0 {
 		t.Error("without a key, no secret was found in the database files: the search cannot see them")
@@ -85,7 +86,7 @@ func TestSecretsNotInDatabaseFiles(t *testing.T) {
 // Thirty secrets share pages, whose free space kept old secrets when secure_delete was off.
 func TestRotationScrubsPlaintext(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	plain := open(t, dir)
 	var secrets []string
 	for range 10 {
@@ -112,7 +113,7 @@ func TestRotationScrubsPlaintext(t *testing.T) {
 // until it gets it, instead of reporting the scrub undone at once.
 func TestRotationScrubsDuringAnotherCheckpoint(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	plain := open(t, dir)
 	storetest.UseWebhookSecrets(t, plain) // two endpoints' secrets
 	if err := plain.Close(); err != nil {

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"testing"
 
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/store/storetest"
 )
 
@@ -10,7 +11,7 @@ import (
 // simulation nor two of one account, and the per-account limit holds across them.
 func TestSimulationQueueAcrossOpens(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	first, second := open(t, dir), open(t, dir)
 	storetest.SimulationChunkRace(t, first, second)
 	storetest.SimulationQueueRace(t, 12, 5, first, second)

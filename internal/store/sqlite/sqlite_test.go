@@ -17,6 +17,7 @@ import (
 	"riskapi/internal/ident"
 	"riskapi/internal/store"
 	"riskapi/internal/store/sqlite"
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/store/sqlstore"
 	"riskapi/internal/store/storetest"
 )
@@ -38,7 +39,7 @@ func open(t *testing.T, dir string, opts ...sqlstore.Option) store.Store {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return open(t, t.TempDir())
+		return open(t, sqlitetest.Dir(t))
 	})
 }
 
@@ -47,7 +48,7 @@ func TestConformance(t *testing.T) {
 func TestTwoOpensShareData(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	server, cli := open(t, dir), open(t, dir)
 
 	a := account()
@@ -77,7 +78,7 @@ func TestTwoOpensShareData(t *testing.T) {
 // each with its own writer connection) on one file.
 func TestBootstrapAcrossOpens(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	storetest.BootstrapRace(t, 8, open(t, dir), open(t, dir))
 }
 

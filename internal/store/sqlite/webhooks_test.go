@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"testing"
 
+	"riskapi/internal/store/sqlite/sqlitetest"
 	"riskapi/internal/store/storetest"
 )
 
@@ -11,13 +12,13 @@ import (
 // per-endpoint cap.
 func TestClaimAcrossOpens(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	storetest.ClaimRace(t, 8, open(t, dir), open(t, dir))
 }
 
 // The endpoint limit holds across stores on one file.
 func TestEndpointLimitAcrossOpens(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := sqlitetest.Dir(t)
 	storetest.EndpointLimitRace(t, 20, open(t, dir), open(t, dir))
 }

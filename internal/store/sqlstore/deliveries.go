@@ -576,6 +576,9 @@ func (s *Store) RecordAttemptAndHandOff(ctx context.Context, owner, deliveryID s
 	if h.MinLeft < 0 {
 		return store.Delivery{}, nil, fmt.Errorf("store record attempt of delivery %s: hand-off minimum %s: must not be negative", deliveryID, h.MinLeft)
 	}
+	if s.dialect.WritableWith && o.Succeeded && o.DisableEndpoint == "" {
+		return s.recordSuccessAndHandOff(ctx, owner, deliveryID, o, h)
+	}
 	return s.recordAttempt(ctx, owner, deliveryID, o, &h)
 }
 

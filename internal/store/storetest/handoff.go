@@ -66,6 +66,14 @@ func testHandOff(t *testing.T, s store.Store) {
 	if cs := mustClaim(t, s, claimPolicy("d2", 100, 8), now); len(cs) != 0 {
 		t.Fatalf("claim after a hand-off got %v; the endpoint still holds 8 leases", claimedIDs(cs))
 	}
+	// A success recorded by a hand-off is the endpoint's last success, as RecordAttempt's is.
+	if e := mustEndpoint(t, s, ep); e.LastSuccessAt == nil || !e.LastSuccessAt.Equal(now) {
+		t.Errorf("endpoint's LastSuccessAt after a hand-off's success = %v, want %s", e.LastSuccessAt, now)
+	}
+	// No such delivery: the lease is lost, the delivery not found.
+	if _, _, err := s.RecordAttemptAndHandOff(ctx, "d1", "dlv_missing", store.AttemptOutcome{At: now, Succeeded: true}, h); !errors.Is(err, store.ErrLeaseLost) || !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("hand-off of a delivery that does not exist: %v, want ErrLeaseLost and ErrNotFound", err)
+	}
 	// The handed-on lease is d1's: d2 cannot record it.
 	if _, _, err := s.RecordAttemptAndHandOff(ctx, "d2", ds[8].ID, store.AttemptOutcome{At: now, Succeeded: true}, h); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("hand-off by an owner that does not hold the lease: error = %v, want ErrLeaseLost", err)
