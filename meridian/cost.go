@@ -121,13 +121,15 @@ const (
 	// (measured 6.1 to 11.5 over the calibration runs).
 	costProfileColumn = 1_200
 	costProfileValue  = 9
-	// Reading inline CSV: per byte, encoding/csv and UTF-8 validation (measured 0.65); per
-	// field, hashing and interning a value (measured 28.0 on the calibration table, about
-	// 1.6 times that on the generator's data); per distinct value, inferring its types
-	// (measured 66.3).
-	costCSVByte  = 0.67
-	costCSVField = 35
-	costCSVNew   = 100
+	// Reading inline CSV with the byte-level reader (2026-11-27, GOMAXPROCS=1, load average
+	// about 5; encoding/csv's were 0.65, 28.0 and 66.3): per byte, splitting and UTF-8
+	// validation (measured 0.14); per field, hashing and interning a value (measured 18.0 on
+	// the calibration table, about 1.6 times that on the generator's data); per distinct
+	// value, inferring its types (measured 36.1). CPU is counted over every goroutine: the
+	// workers split the same work, with about 10 % more of it in all.
+	costCSVByte  = 0.14
+	costCSVField = 22
+	costCSVNew   = 50
 	// Reading inline JSON records: per byte, the decoder (measured 1.01); per field
 	// (measured 112.7); per distinct value (measured 38.1 on the calibration table).
 	costJSONByte  = 0.9

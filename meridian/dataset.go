@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -46,8 +47,12 @@ type column struct {
 	nonNull int
 	pending []pendingCell // JSON values of the current batch
 	dict    dictionary
+	// cacheMu guards stats and times, which checks running side by side build on first use.
+	cacheMu sync.Mutex
 	stats   *numericSummary // cached by numeric()
-	times   []instant       // cached by timestamps(); valid where fTimestamp
+	// sink keeps the prefetching loads of addTexts from being optimised away.
+	sink  uint64
+	times []instant // cached by timestamps(); valid where fTimestamp
 }
 
 // dictionary interns the distinct values of a column in an open-addressing hash table
@@ -212,8 +217,12 @@ type Dataset struct {
 	batchRows int
 	keys      []byte
 	name      []byte // scratch for member names
-	// sink keeps the prefetching loads of addTexts and flushJSON from being optimised away.
+	// sink keeps the prefetching loads of flushJSON from being optimised away.
 	sink uint64
+	// workers is the most goroutines ReadCSV may use (SetWorkers); 0 is GOMAXPROCS.
+	workers int
+	// chunkSize replaces csvChunkSize where set (tests cut the text into small chunks).
+	chunkSize int
 	// read counts the bytes of JSON records read, which bound the column store (ingestLimit).
 	read int64
 }
@@ -290,7 +299,7 @@ func (d *Dataset) addTexts(c *column, fields []string, j, stride int) int {
 				acc += uint64(dict.arena[dict.start[id]])
 			}
 		}
-		d.sink += acc
+		c.sink += acc
 	}
 	if len(c.ids)+n > cap(c.ids) {
 		c.ids = slices.Grow(c.ids, max(len(c.ids), n))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -33,6 +34,7 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	ds := req.Dataset
 	if (ds == nil || ds.format == formatNone) && req.Data != nil {
 		ds = NewDataset()
+		ds.SetWorkers(req.Workers)
 		if err := ds.readInline(ctx, req.Data); err != nil {
 			return Result{}, err
 		}
@@ -53,21 +55,19 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	if p.asOf != nil {
 		asOf = *p.asOf
 	}
-	e := evaluation{ctx: ctx, ds: ds, asOf: asOf, complCols: map[string]bool{}, shown: map[shownKey]any{}}
+	e := evaluation{ctx: ctx, ds: ds, asOf: asOf, complCols: map[string]bool{}, shown: &shownValues{m: map[shownKey]any{}}}
 	res := Result{
 		SourceID:      req.SourceID,
 		Checks:        make([]CheckResult, 0, len(p.checks)),
 		MethodVersion: MethodVersion,
 		Passed:        true,
 	}
-	for i := range p.checks {
-		if err := ctx.Err(); err != nil {
-			return Result{}, err
-		}
-		cr := e.run(&p.checks[i])
-		if err := ctx.Err(); err != nil {
-			return Result{}, err // the check may have stopped early
-		}
+	workers := workerCount(req.Workers)
+	results, err := e.runAll(p.checks, workers)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, cr := range results {
 		if !cr.Success && cr.Severity == "error" {
 			res.Passed = false
 		}
@@ -87,7 +87,7 @@ func Analyze(ctx context.Context, req Request) (Result, error) {
 	res.Tier = TierOf(res.Score)
 	res.Gating = gate(res.Score, res.Passed, p.blockBelow, p.reviewBelow)
 	if hasData && p.profile {
-		if res.Profile, err = ds.profile(ctx); err != nil {
+		if res.Profile, err = ds.profile(ctx, workers); err != nil {
 			return Result{}, err
 		}
 	}
@@ -147,7 +147,7 @@ type evaluation struct {
 	asOf instant
 	// shown holds the values the partial lists show, so that a long value listed by several
 	// checks (or rows) is copied once.
-	shown map[shownKey]any
+	shown *shownValues
 
 	complCols  map[string]bool
 	complOrder []string
@@ -178,16 +178,25 @@ type shownKey struct {
 	id  uint32
 }
 
+// shownValues holds the values the partial lists show, shared by the checks running side
+// by side.
+type shownValues struct {
+	mu sync.Mutex
+	m  map[shownKey]any
+}
+
 // show is ds.display(col, id), copied once per evaluation.
 func (e *evaluation) show(col *column, id uint32) any {
 	if id == 0 {
 		return nil
 	}
 	k := shownKey{col, id}
-	v, ok := e.shown[k]
+	e.shown.mu.Lock()
+	defer e.shown.mu.Unlock()
+	v, ok := e.shown.m[k]
 	if !ok {
 		v = e.ds.display(col, id)
-		e.shown[k] = v
+		e.shown.m[k] = v
 	}
 	return v
 }
@@ -196,6 +205,51 @@ func withinMostly(unexpected, elements int, mostly float64) bool {
 	u := float64(unexpected)
 	allowed := (1 - mostly) * float64(elements)
 	return u <= allowed || math.Abs(u-allowed) <= 1e-9*math.Max(u, allowed)
+}
+
+// runAll runs the checks in order, or on up to workers goroutines, each on its own
+// evaluation whose pooled counts are then added to e in the checks' order, so that the
+// results and the dimensions are the same for any number of workers. It returns ctx's error
+// once it has ended.
+func (e *evaluation) runAll(checks []compiled, workers int) ([]CheckResult, error) {
+	results := make([]CheckResult, len(checks))
+	if workers <= 1 || len(checks) <= 1 {
+		for i := range checks {
+			if err := e.ctx.Err(); err != nil {
+				return nil, err
+			}
+			results[i] = e.run(&checks[i])
+		}
+		if err := e.ctx.Err(); err != nil {
+			return nil, err // a check may have stopped early
+		}
+		return results, nil
+	}
+	forks := make([]*evaluation, len(checks))
+	parallel(workers, len(checks), func(i int) {
+		if e.ctx.Err() != nil {
+			return
+		}
+		f := &evaluation{ctx: e.ctx, ds: e.ds, asOf: e.asOf, complCols: map[string]bool{}, shown: e.shown}
+		results[i], forks[i] = f.run(&checks[i]), f
+	})
+	if err := e.ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, f := range forks {
+		for _, name := range f.complOrder {
+			if !e.complCols[name] {
+				e.complCols[name] = true
+				e.complOrder = append(e.complOrder, name)
+			}
+		}
+		e.valU, e.valN = e.valU+f.valU, e.valN+f.valN
+		e.uniU, e.uniN = e.uniU+f.uniU, e.uniN+f.uniN
+		e.conU, e.conN = e.conU+f.conU, e.conN+f.conN
+		e.outU, e.outN = e.outU+f.outU, e.outN+f.outN
+		e.timeliness = append(e.timeliness, f.timeliness...)
+	}
+	return results, nil
 }
 
 func (e *evaluation) run(c *compiled) CheckResult {
@@ -821,6 +875,8 @@ func (e *evaluation) nullAsValue(ids []uint32) []uint32 {
 
 // timestamps returns the parsed instant of every distinct value (zero where not a timestamp).
 func (c *column) timestamps(d *Dataset) []instant {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
 	if c.times != nil {
 		return c.times
 	}

@@ -2,12 +2,12 @@ package meridian
 
 import (
 	"bytes"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -37,12 +37,17 @@ func csvErr(line int, format string, args ...any) *engine.InputError {
 		"data.csv line %d: %s", line, fmt.Sprintf(format, args...))
 }
 
-// ReadCSV reads RFC 4180 CSV with a header row from r, row by row, into the dataset. The
-// delimiter is one character (',' when 0). An empty field (quoted or not) is null; fields are
-// not trimmed; blank lines are skipped. Ragged rows, bad quoting, invalid UTF-8, a duplicate
-// column name or more than MaxRows rows are an *engine.InputError (INVALID_DATA, field data.csv)
-// whose message gives the 1-based line (the header is line 1). Errors of r itself are
-// returned wrapped, unchanged.
+// ReadCSV reads RFC 4180 CSV with a header row from r into the dataset. The delimiter is
+// one character (',' when 0). An empty field (quoted or not) is null; fields are not
+// trimmed; blank lines are skipped. Ragged rows, bad quoting, invalid UTF-8, a duplicate
+// column name or more than MaxRows rows are an *engine.InputError (INVALID_DATA, field
+// data.csv) whose message gives the 1-based line (the header is line 1). Errors of r itself
+// are returned wrapped, unchanged.
+//
+// The text is read in chunks of whole records (about csvChunkSize bytes, 256 KiB), a round of
+// 2 × workers chunks at a time (SetWorkers): the chunks of a round are split into fields on
+// up to workers goroutines, then their values interned column by column, each column on one
+// goroutine in row order, so the dataset is the same for any number of workers.
 func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 	if delim == 0 {
 		delim = ','
@@ -55,99 +60,186 @@ func (d *Dataset) ReadCSV(r io.Reader, delim rune) error {
 		return engine.Invalid(codeData, "data", "object (records or csv, not both)", "object", "data must hold either records or csv, not both.")
 	}
 	d.format = formatCSV
-	cr := csv.NewReader(r)
-	cr.Comma = delim
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err == io.EOF {
+	src := &csvSource{r: r, line: 1, size: csvChunkSize}
+	if d.chunkSize > 0 {
+		src.size = d.chunkSize
+	}
+	sp := newCSVSplitter(delim)
+	head := &csvChunk{}
+	var rest, restLine int
+	for src.fill(head) {
+		// A chunk of blank lines holds no header: the next may.
+		if rest, restLine = sp.split(head, 1); head.err != nil || len(head.lines) > 0 || head.final {
+			break
+		}
+	}
+	if head.err != nil {
+		return head.err
+	}
+	if len(head.lines) == 0 {
 		return csvErr(1, "a header row is required, but the CSV is empty.")
 	}
-	if err != nil {
-		return csvReadErr(err)
+	line := head.lines[0]
+	if len(head.fields) > MaxColumns {
+		return csvErr(line, "the header names %d columns; at most %d are allowed.", len(head.fields), MaxColumns)
 	}
-	line, _ := cr.FieldPos(0)
-	if len(header) > MaxColumns {
-		return csvErr(line, "the header names %d columns; at most %d are allowed.", len(header), MaxColumns)
-	}
-	for j, name := range header {
+	for j, name := range head.fields {
 		if !utf8.ValidString(name) {
 			return csvErr(line, "column %d of the header is not valid UTF-8.", j+1)
 		}
 		if _, dup := d.byName[name]; dup {
 			return csvErr(line, "the header names column %q twice.", name)
 		}
-		d.addColumn(name)
+		d.addColumn(strings.Clone(name))
 	}
-	cols := d.cols
-	ncol := len(cols)
-	// A batch holds up to csvBatch rows, fewer for wide tables so that its fields stay
-	// within csvBatchFields (1 MiB of string headers).
-	batchRows := max(16, min(csvBatch, csvBatchFields/max(ncol, 1)))
-	batch := make([]string, 0, batchRows*ncol)
-	lines := make([]int, 0, batchRows)
-	// sized readers (strings.Reader, bytes.Reader, JSONStringReader) let the columns be
-	// allocated once after the first csvBatch rows.
-	sized, _ := r.(interface{ Len() int })
+	// The rest of the first chunk is the first chunk of data.
+	head.buf, head.line = head.buf[rest:], restLine
+	return d.readRecords(src, sp, head)
+}
+
+// readRecords reads the records after the header, first the rest of the header's chunk.
+// Two sets of chunks take turns: while the columns of one round are interned, one of the
+// workers reads the next round's text into the other set.
+func (d *Dataset) readRecords(src *csvSource, sp *csvSplitter, first *csvChunk) error {
+	workers := d.workerCount()
+	ncol := len(d.cols)
+	sized, _ := src.r.(interface{ Len() int })
+	var sets [2][]*csvChunk
+	for k := range sets {
+		sets[k] = make([]*csvChunk, 2*workers)
+		for i := range sets[k] {
+			sets[k][i] = &csvChunk{}
+		}
+	}
+	sets[0][0] = first
+	fillSet := func(set []*csvChunk, n int) int {
+		for n < len(set) && src.fill(set[n]) {
+			n++
+		}
+		return n
+	}
+	// The first record a round may not take: the row limits.
+	limit, limitMsg := MaxRows, fmt.Sprintf("more than %d rows.", MaxRows)
+	if cells := MaxCells / ncol; cells < limit {
+		limit, limitMsg = cells, fmt.Sprintf("more than %d cells (rows × columns).", MaxCells)
+	}
+	take := make([]int, 2*workers)
+	order := make([]int, ncol) // columns, costliest first
+	costs := make([]int, ncol)
+	for j := range order {
+		order[j] = j
+	}
 	presized := sized == nil
-	flush := func() error {
-		for j, c := range cols {
-			if r := d.addTexts(c, batch, j, ncol); r >= 0 {
-				return csvErr(lines[r], "the distinct values of column %q exceed 4 GiB.", c.name)
+	var consumed int64 // bytes of the rounds interned
+	n := fillSet(sets[0], 1)
+	for round := 0; n > 0; round++ {
+		chunks := sets[round%2][:n]
+		parallel(workers, n, func(i int) { sp.split(chunks[i], 0) })
+		// The records taken, up to the first failure in record order.
+		var fail error
+		rows := 0
+		for i, ch := range chunks {
+			take[i] = 0
+			if fail != nil {
+				continue
+			}
+			g0 := d.rows + rows
+			switch {
+			case ch.err != nil && (g0+ch.errAt < limit || (g0+ch.errAt == limit && ch.kind == kindParse)):
+				take[i], fail = ch.errAt, ch.err
+			case g0+len(ch.lines) > limit:
+				take[i], fail = limit-g0, csvErr(ch.lines[limit-g0], "%s", limitMsg)
+			default:
+				take[i] = len(ch.lines)
+			}
+			rows += take[i]
+			consumed += int64(len(ch.buf))
+		}
+		// The text may go on when this round filled its set.
+		next, more := 0, fail == nil && n == len(sets[0])
+		readNext := func() {
+			if more {
+				next = fillSet(sets[(round+1)%2], 0)
 			}
 		}
-		d.rows += len(lines)
-		// The column store is bounded by the bytes of the whole input where the reader
-		// knows them (the columns are sized for all of it), else by the bytes read.
-		read := cr.InputOffset()
-		if sized != nil {
-			read += int64(sized.Len())
-		}
-		if excess := d.overIngestLimit(read); excess != "" {
-			at := line
-			if len(lines) > 0 {
-				at = lines[len(lines)-1]
-			}
-			return csvErr(at, "%s.", excess)
-		}
-		batch, lines = batch[:0], lines[:0]
-		return nil
-	}
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			return flush()
-		}
-		if err != nil {
-			return csvReadErr(err)
-		}
-		line, _ := cr.FieldPos(0)
-		if d.rows+len(lines) == MaxRows {
-			return csvErr(line, "more than %d rows.", MaxRows)
-		}
-		if (d.rows+len(lines)+1)*ncol > MaxCells {
-			return csvErr(line, "more than %d cells (rows × columns).", MaxCells)
-		}
-		for j, f := range rec {
-			if !utf8.ValidString(f) {
-				line, _ := cr.FieldPos(j)
-				return csvErr(line, "field %d is not valid UTF-8.", j+1)
-			}
-		}
-		batch = append(batch, rec...)
-		lines = append(lines, line)
-		if len(lines) == batchRows {
-			if err := flush(); err != nil {
+		if rows == 0 {
+			readNext()
+		} else {
+			if err := d.internRound(chunks, take[:n], order, costs, workers, readNext); err != nil {
 				return err
 			}
+			d.rows += rows
+			read := src.read
+			if sized != nil {
+				read += int64(sized.Len())
+			}
+			if excess := d.overIngestLimit(read); excess != "" {
+				last := n - 1
+				for take[last] == 0 {
+					last--
+				}
+				return csvErr(chunks[last].lines[take[last]-1], "%s.", excess)
+			}
 			if !presized && d.rows >= csvBatch {
+				// Reading sized text, the columns are sized for all of it once: from the
+				// rows per byte so far.
 				presized = true
-				if done := cr.InputOffset(); done > 0 {
-					est := float64(d.rows) * float64(done+int64(sized.Len())) / float64(done)
+				if consumed > 0 {
+					est := float64(d.rows) * float64(src.read+int64(sized.Len())) / float64(consumed)
 					d.presize(min(MaxRows, int(est*1.02)+csvBatch))
 				}
 			}
 		}
+		if fail != nil {
+			return fail
+		}
+		n = next
 	}
+	return nil
+}
+
+// internRound interns the first take[i] records of each chunk, column by column on up to
+// workers goroutines, the costliest columns of the last round first (order, by costs), and
+// runs also on one of them meanwhile (first).
+func (d *Dataset) internRound(chunks []*csvChunk, take []int, order, costs []int, workers int, also func()) error {
+	ncol := len(d.cols)
+	slices.SortStableFunc(order, func(a, b int) int { return costs[b] - costs[a] })
+	type overflow struct{ chunk, row int }
+	over := make([]overflow, ncol)
+	parallel(workers, ncol+1, func(k int) {
+		if k == 0 {
+			also()
+			return
+		}
+		j := order[k-1]
+		c := d.cols[j]
+		before := c.dict.size()
+		over[j] = overflow{-1, -1}
+		rows := 0
+		for i, ch := range chunks {
+			fields := ch.fields[:take[i]*ncol]
+			for b := 0; b < len(fields); b += csvBatch * ncol {
+				if r := d.addTexts(c, fields[b:min(len(fields), b+csvBatch*ncol)], j, ncol); r >= 0 {
+					over[j] = overflow{i, b/ncol + r}
+					return
+				}
+			}
+			rows += take[i]
+		}
+		// Interning a new value costs about four times a value seen before.
+		costs[j] = rows + 4*(c.dict.size()-before)
+	})
+	first := -1
+	for j, o := range over {
+		if o.chunk >= 0 && (first < 0 || o.chunk < over[first].chunk || (o.chunk == over[first].chunk && o.row < over[first].row)) {
+			first = j
+		}
+	}
+	if first >= 0 {
+		o := over[first]
+		return csvErr(chunks[o.chunk].lines[o.row], "the distinct values of column %q exceed 4 GiB.", d.cols[first].name)
+	}
+	return nil
 }
 
 // presize reserves room for rows rows in every column, and for as many distinct values in
@@ -164,22 +256,6 @@ func (d *Dataset) presize(rows int) {
 			}
 		}
 	}
-}
-
-func csvReadErr(err error) error {
-	var pe *csv.ParseError
-	if !errors.As(err, &pe) {
-		return fmt.Errorf("read csv: %w", err)
-	}
-	switch {
-	case errors.Is(pe.Err, csv.ErrFieldCount):
-		return csvErr(pe.Line, "the row does not have as many fields as the header.")
-	case errors.Is(pe.Err, csv.ErrBareQuote):
-		return csvErr(pe.Line, "column %d: a double quote in an unquoted field (quote the field and double the quote).", pe.Column)
-	case errors.Is(pe.Err, csv.ErrQuote):
-		return csvErr(pe.Line, "column %d: a quoted field is not closed properly.", pe.Column)
-	}
-	return csvErr(pe.Line, "%v.", pe.Err)
 }
 
 // kindName names a JSON kind as the API's "received" does.

@@ -17,14 +17,14 @@ var inferOrder = []struct {
 	flag uint8
 }{{"boolean", fBool}, {"integer", fInteger}, {"number", fNumber}, {"timestamp", fTimestamp}, {"string", fString}}
 
-func (d *Dataset) profile(ctx context.Context) (*Profile, error) {
-	p := &Profile{RowCount: d.rows, Columns: make([]ColumnProfile, 0, len(d.cols))}
-	for _, c := range d.cols {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+// profile profiles the columns, on up to workers goroutines.
+func (d *Dataset) profile(ctx context.Context, workers int) (*Profile, error) {
+	p := &Profile{RowCount: d.rows, Columns: make([]ColumnProfile, len(d.cols))}
+	parallel(workers, len(d.cols), func(j int) {
+		if ctx.Err() == nil {
+			p.Columns[j] = d.profileColumn(ctx, d.cols[j])
 		}
-		p.Columns = append(p.Columns, d.profileColumn(ctx, c))
-	}
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, err // a column's profile may have stopped early
 	}

@@ -19,6 +19,8 @@ type numericSummary struct {
 // numeric returns the summary of the numeric values of c (JSON numbers; CSV text that parses
 // as a number), kept for the other checks of the column.
 func (c *column) numeric() *numericSummary {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
 	if c.stats == nil {
 		c.stats = c.summary()
 	}

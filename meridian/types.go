@@ -64,6 +64,11 @@ type Request struct {
 	// work starts; work above it is refused with WORK_LIMIT_EXCEEDED. Zero means
 	// engine.DefaultSyncBudget (5 s), the API's limit. Not part of the body.
 	Budget time.Duration `json:"-"`
+	// Workers is the most goroutines Analyze may run at once (the request's admitted
+	// concurrency): it reads inline CSV, runs the checks and profiles the columns on up to
+	// that many. 0 means runtime.GOMAXPROCS. The result is the same for any number. Not
+	// part of the body.
+	Workers int `json:"-"`
 
 	// plan is what Validate compiled, so that Analyze does not compile the request twice.
 	plan engine.Compiled[requestKey, plan]

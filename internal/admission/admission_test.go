@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -189,4 +190,31 @@ func TestReserveWhenFreeKeepsItsPlace(t *testing.T) {
 		t.Fatalf("after its context ended: %v", err)
 	}
 	held.Release()
+}
+
+// Cores grants what is free and never more: a second request while the first holds every
+// core runs on its own goroutine alone, and gets the cores once they are given back.
+func TestCoresGrantWhatIsFree(t *testing.T) {
+	c := NewCores(4)
+	a, releaseA := c.Take(3)
+	b, releaseB := c.Take(3)
+	d, releaseD := c.Take(3)
+	if a != 3 || b != 1 || d != 1 {
+		t.Fatalf("grants %d, %d, %d; want 3, 1 (the last free core) and 1 (none free: its own goroutine)", a, b, d)
+	}
+	releaseD()
+	releaseA()
+	releaseA() // a second release gives nothing back twice
+	if e, releaseE := c.Take(8); e != 3 {
+		t.Fatalf("after a release, grant %d; want the 3 free", e)
+	} else {
+		releaseE()
+	}
+	releaseB()
+	if e, _ := c.Take(8); e != 4 {
+		t.Fatalf("with every core free, grant %d; want 4", e)
+	}
+	if got := NewCores(0).Limit(); got != runtime.GOMAXPROCS(0) {
+		t.Fatalf("default limit %d; want GOMAXPROCS %d", got, runtime.GOMAXPROCS(0))
+	}
 }

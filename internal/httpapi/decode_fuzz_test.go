@@ -223,7 +223,7 @@ func FuzzMeridianBody(f *testing.F) {
 		`{"data":{"csv":"a\n1\n"},"source_id":"s"} x`,
 	}, invalidJSONSeeds...)
 	fuzzBody(f, seeds, func(body []byte) (any, *Error) {
-		req, e := decodeQualityCheck(bytes.NewReader(body))
+		req, e := decodeQualityCheck(context.Background(), bytes.NewReader(body))
 		if e == nil {
 			e = validateQualityCheck(req)
 		}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +21,11 @@ import (
 // request as it is read (unknown fields and wrong types are reported as on every endpoint;
 // decoding merges into req) and checked by the engine at once, so the first failure in
 // document order is the one reported, whichever side of data it stands.
-func decodeQualityCheck(body io.Reader) (*qualityCheckRequest, *Error) {
-	req, hasData, e := readQualityCheck(body)
+//
+// The CSV is read on the goroutines the request was granted (requestInfo.workers, set by
+// handleQualityCheck; GOMAXPROCS outside the handler).
+func decodeQualityCheck(ctx context.Context, body io.Reader) (*qualityCheckRequest, *Error) {
+	req, hasData, e := readQualityCheck(body, requestInfoFrom(ctx).workers)
 	if e != nil {
 		return nil, e
 	}
@@ -33,9 +37,10 @@ func decodeQualityCheck(body io.Reader) (*qualityCheckRequest, *Error) {
 
 // readQualityCheck reads the members of a quality-check request in document order;
 // hasData reports whether records or csv were sent.
-func readQualityCheck(body io.Reader) (req *meridian.Request, hasData bool, _ *Error) {
-	req = &meridian.Request{Dataset: meridian.NewDataset()}
+func readQualityCheck(body io.Reader, workers int) (req *meridian.Request, hasData bool, _ *Error) {
+	req = &meridian.Request{Dataset: meridian.NewDataset(), Workers: workers}
 	ds := req.Dataset
+	ds.SetWorkers(workers)
 	dec := jsontext.NewDecoder(body)
 	tok, err := dec.ReadToken()
 	if errors.Is(err, io.EOF) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"reflect"
@@ -266,7 +267,7 @@ func TestQualityCheckDelimiterInAnyPosition(t *testing.T) {
 		`{"source_id": "s", "data": {"csv": "a;b\n1;2\n3;4\n"  ,  "delimiter" : ";" }, "profile": false}`,
 	} {
 		for name, r := range map[string]io.Reader{"whole": strings.NewReader(body), "byte by byte": iotest.OneByteReader(strings.NewReader(body))} {
-			req, e := decodeQualityCheck(r)
+			req, e := decodeQualityCheck(context.Background(), r)
 			if e != nil {
 				t.Fatalf("%s %s: %v", name, body, e)
 			}

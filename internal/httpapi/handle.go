@@ -63,7 +63,7 @@ func handleJSON[Req any](s *Server, do doFunc[Req]) http.Handler {
 
 // streamDecoder decodes a request from its body as the bytes arrive, checking each member
 // as it is read, so that the first failure in document order is the one reported.
-type streamDecoder[Req any] func(body io.Reader) (*Req, *Error)
+type streamDecoder[Req any] func(ctx context.Context, body io.Reader) (*Req, *Error)
 
 // handleStream is handleJSON for a body that is never held whole: decode reads it as it
 // arrives while a SHA-256 of the raw bytes is taken for the Idempotency-Key fingerprint;
@@ -71,7 +71,7 @@ type streamDecoder[Req any] func(body io.Reader) (*Req, *Error)
 func handleStream[Req any](s *Server, decode streamDecoder[Req], validate func(*Req) *Error, do doFunc[Req]) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		digest := sha256.New()
-		req, e := decode(io.TeeReader(r.Body, digest))
+		req, e := decode(r.Context(), io.TeeReader(r.Body, digest))
 		if e != nil {
 			writeError(w, r, e)
 			return

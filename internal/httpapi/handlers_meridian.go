@@ -25,8 +25,12 @@ func init() {
 // holds the request body: the body is decoded as it arrives — records one by one, CSV row by
 // row — into the engine's columnar dataset (handleStream), and checked by the engine once it
 // is read, before the Idempotency-Key is taken.
+//
+// The request reads its CSV, runs its checks and profiles its columns on the cores
+// admission.Cores grants it when it starts (every free one, up to GOMAXPROCS; its own
+// goroutine alone when none is free), held until it ends: the request never runs on more.
 func (s *Server) handleQualityCheck() http.Handler {
-	return handleStream(s, decodeQualityCheck, validateQualityCheck, func(r *http.Request, req *qualityCheckRequest) (int, any, error) {
+	h := handleStream(s, decodeQualityCheck, validateQualityCheck, func(r *http.Request, req *qualityCheckRequest) (int, any, error) {
 		now := s.now()
 		req.Now = now
 		res, err := meridian.Analyze(r.Context(), req.Request)
@@ -34,6 +38,12 @@ func (s *Server) handleQualityCheck() http.Handler {
 			return 0, nil, err
 		}
 		return s.saveAnalysis(r, product.Meridian, now, req.SourceID, res, !res.Passed)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		workers, release := s.cores.Take(s.cores.Limit())
+		defer release()
+		requestInfoFrom(r.Context()).workers = workers
+		h.ServeHTTP(w, r)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -25,25 +26,7 @@ func BenchmarkMeridianCSV1MVsPandas(b *testing.B) {
 	if err := exec.Command(python, "-c", "import pandas").Run(); err != nil {
 		b.Skipf("%s cannot import pandas (%v): apt-get install -y python3-pandas", python, err)
 	}
-	var csv bytes.Buffer
-	if err := meridian.WriteOrdersCSV(&csv, 1_000_000, 1); err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(b.TempDir(), "orders.csv")
-	if err := os.WriteFile(path, csv.Bytes(), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	body, err := json.Marshal(map[string]any{
-		"source_id": "bench-orders", "as_of": meridian.OrdersAsOf.Format(time.RFC3339),
-		"checks": meridian.OrdersChecks(), "data": map[string]string{"csv": csv.String()},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if len(body) > DefaultMaxBodyBytes {
-		b.Fatalf("the request is %d bytes, over the default limit of %d", len(body), DefaultMaxBodyBytes)
-	}
-	csv = bytes.Buffer{}
+	path, body := meridianBenchRequest(b)
 
 	out, err := exec.Command(python, "../../meridian/testdata/pandas_bench.py", path, meridian.OrdersAsOf.Format(time.RFC3339)).Output()
 	if err != nil {
@@ -65,5 +48,95 @@ func BenchmarkMeridianCSV1MVsPandas(b *testing.B) {
 	b.Logf("end to end %.3f s/request (%d-byte body); pandas %.3f s: %.1f× faster", perOp, len(body), pandas.Seconds, pandas.Seconds/perOp)
 	if perOp >= pandas.Seconds {
 		b.Errorf("the API (%.3f s) is not faster than pandas (%.3f s)", perOp, pandas.Seconds)
+	}
+}
+
+// meridianBenchRequest writes the 1,000,000-row orders table to a file (for the peer) and
+// returns its path and the quality-check request carrying it as data.csv; it fails when the
+// request does not fit the default body limit.
+func meridianBenchRequest(b testing.TB) (string, []byte) {
+	var csv bytes.Buffer
+	if err := meridian.WriteOrdersCSV(&csv, 1_000_000, 1); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "orders.csv")
+	if err := os.WriteFile(path, csv.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	body, err := json.Marshal(map[string]any{
+		"source_id": "bench-orders", "as_of": meridian.OrdersAsOf.Format(time.RFC3339),
+		"checks": meridian.OrdersChecks(), "data": map[string]string{"csv": csv.String()},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(body) > DefaultMaxBodyBytes {
+		b.Fatalf("the request is %d bytes, over the default limit of %d", len(body), DefaultMaxBodyBytes)
+	}
+	return path, body
+}
+
+// BenchmarkMeridianCSV1MVsDuckDB is BenchmarkMeridianCSV1MVsPandas against DuckDB with 2
+// threads (meridian/testdata/duckdb/duckdb_bench.mjs on @duckdb/node-api, pinned in its
+// package-lock.json: `npm ci --prefix meridian/testdata/duckdb`, or RISKAPI_TEST_DUCKDB_DIR
+// naming an install) doing the same work in SQL on the same file, read from the page cache
+// (the file was just written), in the same run; its time covers reading the file and the
+// work, not starting node or opening the database. Metrics: duckdb-s, speedup (duckdb-s
+// over the API's seconds per request), body-MB. It fails when DuckDB is faster, and when
+// the peer cannot run: never skipped.
+func BenchmarkMeridianCSV1MVsDuckDB(b *testing.B) {
+	dir := os.Getenv("RISKAPI_TEST_DUCKDB_DIR")
+	if dir == "" {
+		dir = "../../meridian/testdata/duckdb"
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	script, err := filepath.Abs("../../meridian/testdata/duckdb/duckdb_bench.mjs")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if filepath.Dir(script) != dir {
+		// The script resolves its import from its own directory: run a copy beside the install.
+		src, err := os.ReadFile(script)
+		if err != nil {
+			b.Fatal(err)
+		}
+		script = filepath.Join(dir, "duckdb_bench.mjs")
+		if err := os.WriteFile(script, src, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	path, body := meridianBenchRequest(b)
+	cmd := exec.Command("node", script, path, meridian.OrdersAsOf.Format(time.RFC3339), "2")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("the DuckDB peer cannot run (npm ci --prefix meridian/testdata/duckdb, or RISKAPI_TEST_DUCKDB_DIR): %v\n%s", err, stderr.String())
+	}
+	var duck struct {
+		Seconds float64 `json:"seconds"`
+		Rows    int     `json:"rows"`
+		Threads int     `json:"threads"`
+	}
+	if err := json.Unmarshal(out, &duck); err != nil {
+		b.Fatal(err)
+	}
+	if duck.Rows != 1_000_000 || duck.Threads != 2 {
+		b.Fatalf("DuckDB read %d rows with %d threads; want 1000000 with 2", duck.Rows, duck.Threads)
+	}
+
+	bb, _, key := benchServer(b)
+	start := time.Now()
+	postLoop(b, bb, key, "/v1/meridian/quality-check", body, http.StatusOK, `"row_count":1000000`, false)
+	perOp := time.Since(start).Seconds() / float64(b.N)
+	b.ReportMetric(duck.Seconds, "duckdb-s")
+	b.ReportMetric(duck.Seconds/perOp, "speedup")
+	b.ReportMetric(float64(len(body))/1e6, "body-MB")
+	b.Logf("end to end %.3f s/request (%d-byte body, GOMAXPROCS %d); DuckDB (2 threads) %.3f s: %.2f× faster", perOp, len(body), runtime.GOMAXPROCS(0), duck.Seconds, duck.Seconds/perOp)
+	if perOp >= duck.Seconds {
+		b.Errorf("the API (%.3f s) is not faster than DuckDB with 2 threads (%.3f s)", perOp, duck.Seconds)
 	}
 }

@@ -23,8 +23,11 @@ type requestInfo struct {
 	// withID is base with the request id, made by the first logger() call: most requests
 	// log nothing but the access line (which names the id itself), and deriving a logger
 	// cost about 1 µs and three allocations on every request.
-	withID    atomic.Pointer[slog.Logger]
-	route     string
+	withID atomic.Pointer[slog.Logger]
+	route  string
+	// workers is the number of goroutines the request's work may run on side by side, as
+	// admission.Cores granted them (Meridian's quality check; 0 outside it).
+	workers   int
 	principal *auth.Principal
 	// recorder is the response writer every handler writes through, for its status.
 	recorder *statusRecorder

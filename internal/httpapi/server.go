@@ -181,6 +181,8 @@ type Server struct {
 	// accounts and memory admit product requests (admit.go).
 	accounts *admission.Accounts
 	memory   *admission.Memory
+	// cores grants the goroutines a request may split its work over (admission.Cores).
+	cores *admission.Cores
 	// streams ends when the process stops: long-lived streams (GET /mcp) end with it, so a
 	// graceful shutdown does not wait for clients that would keep them open (EndStreams).
 	streams    context.Context
@@ -228,7 +230,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: metrics, limits: ratepolicy.Policy{UnlimitedCeiling: cfg.UnlimitedCeiling},
-		accounts: admission.NewAccounts(cfg.Bounds.PerAccount), memory: cfg.Memory}
+		accounts: admission.NewAccounts(cfg.Bounds.PerAccount), memory: cfg.Memory, cores: admission.NewCores(0)}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	if s.memory == nil {
 		s.memory = admission.NewMemory(cfg.Bounds.MemoryLimit, cfg.Bounds.MemoryWait)
