@@ -371,5 +371,9 @@ func (s *Server) observe(r *http.Request, info *requestInfo, status int) {
 		attrs[6], attrs[7] = slog.String("account", p.Account.ID), slog.String("key", p.Key.ID)
 		n = 8
 	}
-	log.LogAttrs(context.Background(), slog.LevelInfo, AccessLogMessage, attrs[:n]...)
+	// The record goes to the handler directly: slog.Logger would look up the caller's program
+	// counter for every line (runtime.Callers), which no handler here prints.
+	record := slog.NewRecord(time.Now(), slog.LevelInfo, AccessLogMessage, 0)
+	record.AddAttrs(attrs[:n]...)
+	_ = log.Handler().Handle(context.Background(), record)
 }
