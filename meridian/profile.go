@@ -17,18 +17,16 @@ var inferOrder = []struct {
 	flag uint8
 }{{"boolean", fBool}, {"integer", fInteger}, {"number", fNumber}, {"timestamp", fTimestamp}, {"string", fString}}
 
-// profile profiles the columns, on up to workers goroutines.
-func (d *Dataset) profile(ctx context.Context, workers int) (*Profile, error) {
-	p := &Profile{RowCount: d.rows, Columns: make([]ColumnProfile, len(d.cols))}
-	parallel(workers, len(d.cols), func(j int) {
-		if ctx.Err() == nil {
-			p.Columns[j] = d.profileColumn(ctx, d.cols[j])
-		}
-	})
-	if err := ctx.Err(); err != nil {
-		return nil, err // a column's profile may have stopped early
+// newProfile returns the dataset's profile with its columns still to fill (profileInto).
+func (d *Dataset) newProfile() *Profile {
+	return &Profile{RowCount: d.rows, Columns: make([]ColumnProfile, len(d.cols))}
+}
+
+// profileInto fills column j of p, unless ctx has ended.
+func (d *Dataset) profileInto(ctx context.Context, p *Profile, j int) {
+	if ctx.Err() == nil {
+		p.Columns[j] = d.profileColumn(ctx, d.cols[j])
 	}
-	return p, nil
 }
 
 func (d *Dataset) profileColumn(ctx context.Context, c *column) ColumnProfile {
@@ -59,7 +57,9 @@ func (d *Dataset) profileColumn(ctx context.Context, c *column) ColumnProfile {
 		case "integer", "number":
 			// The summary a check computed, or one made for this profile alone: keeping it
 			// would hold 24 bytes per distinct number of every column until the end.
+			c.cacheMu.Lock() // checks running beside the profile may be making it
 			s := c.stats
+			c.cacheMu.Unlock()
 			if s == nil {
 				s = c.summary()
 			}
