@@ -130,11 +130,11 @@ func NewMigratedDatabase(t testing.TB, migrate func(ctx context.Context, url str
 	if admin == "" {
 		t.Skipf("%s is not set; skipping PostgreSQL test (set it to an admin URL such as postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable)", EnvURL)
 	}
-	template, err := migratedTemplate(admin, migrate)
+	name, err := migratedTemplate(admin, migrate)
 	if err != nil {
 		t.Fatalf("pgtest: the migrated template database: %v", err)
 	}
-	return newDatabase(t, admin, template)
+	return newDatabase(t, admin, name)
 }
 
 // templateMaxAge is how long a template database outlives the test binary that made it.
@@ -142,8 +142,23 @@ const templateMaxAge = 6 * time.Hour
 
 const templatePrefix = "riskapi_test_tpl_"
 
-// migratedTemplate makes and migrates the template database once per test binary (and admin URL).
-var migratedTemplate = onceByKey(func(admin string, migrate func(context.Context, string) (int64, error)) (string, error) {
+// template is the migrated template database of this test binary, made by its first use. The
+// admin URL comes from the environment, the same for every test of the binary.
+var template struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// migratedTemplate returns the template's name, making and migrating it on the first call; a
+// failure is kept too, so every test reports the same cause.
+func migratedTemplate(admin string, migrate func(context.Context, string) (int64, error)) (string, error) {
+	template.once.Do(func() { template.name, template.err = makeTemplate(admin, migrate) })
+	return template.name, template.err
+}
+
+// makeTemplate drops stale templates, then creates and migrates a new one.
+func makeTemplate(admin string, migrate func(context.Context, string) (int64, error)) (string, error) {
 	if err := dropStaleTemplates(admin, time.Now().Add(-templateMaxAge)); err != nil {
 		return "", err
 	}
@@ -164,7 +179,7 @@ var migratedTemplate = onceByKey(func(admin string, migrate func(context.Context
 		return "", errors.Join(err, adminExec(admin, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"))
 	}
 	return name, nil
-})
+}
 
 // dropStaleTemplates drops the template databases made before cutoff (by the time in their
 // names), each with any session still connected to it.
@@ -194,23 +209,4 @@ func dropStaleTemplates(admin string, cutoff time.Time) error {
 		}
 	}
 	return nil
-}
-
-// onceByKey returns f, computed once per distinct key (the first call's arg is used); a
-// failure is kept too, so every test reports the same cause.
-func onceByKey[A any](f func(string, A) (string, error)) func(string, A) (string, error) {
-	var (
-		mu   sync.Mutex
-		done = map[string]func() (string, error){}
-	)
-	return func(key string, arg A) (string, error) {
-		mu.Lock()
-		get, ok := done[key]
-		if !ok {
-			get = sync.OnceValues(func() (string, error) { return f(key, arg) })
-			done[key] = get
-		}
-		mu.Unlock()
-		return get()
-	}
 }
