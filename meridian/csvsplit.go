@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -208,6 +209,14 @@ func (sp *csvSplitter) split(ch *csvChunk, most int) (off, line int) {
 	ch.reset()
 	lr := lineReader{buf: ch.buf, numLine: ch.line - 1, eof: ch.final, readErr: ch.readErr}
 	checkUTF8 := sp.ncol > 0 && !utf8.Valid(ch.buf) // the header is checked by ReadCSV
+	if most <= 0 && sp.ncol > 0 && bytes.IndexByte(ch.buf, '"') < 0 {
+		// Without quotes each delimiter and line break ends at most one field: room for
+		// them all at once. Growing by append's doublings made most of the garbage of
+		// reading a wide table (18 of 77 MB for 1,000 columns × 300 rows).
+		n := bytes.Count(ch.buf, sp.comma) + bytes.Count(ch.buf, []byte{'\n'}) + 1
+		ch.fields = slices.Grow(ch.fields, n)
+		ch.lines = slices.Grow(ch.lines, n/sp.ncol+1)
+	}
 	defer func() { off, line = lr.off, lr.numLine+1 }()
 	for rec := 0; most <= 0 || rec < most; rec++ {
 		n0 := len(ch.fields)

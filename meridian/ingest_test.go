@@ -5,7 +5,9 @@ import (
 	"encoding/csv"
 	"errors"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -307,4 +309,22 @@ func FuzzReadRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The integer fast path of CSV type inference gives the flags and the number (bits
+// included: "-0" is negative zero) the general path gives.
+func TestSmallIntegerIsTheGeneralPath(t *testing.T) {
+	texts := []string{"0", "-0", "+0", "007", "-007", "1", "+1", "-1", "999999999999999", "-999999999999999",
+		"1000000000000000", "9007199254740993", "12345678901234567890", "+", "-", "", "1-2", "1e5", "1.0", " 1", "2026-01-01", "１"}
+	for i := range 2000 {
+		v := int64(i) * 7_919_393_131
+		texts = append(texts, strconv.FormatInt(v%1_000_000_000_000_000, 10), strconv.FormatInt(-v%100_000, 10))
+	}
+	for _, s := range texts {
+		wantFl, wantF := anyTextFlags(s)
+		fl, f := textFlags(s)
+		if fl != wantFl || math.Float64bits(f) != math.Float64bits(wantF) {
+			t.Errorf("textFlags(%q) = %b, %v; the general path gives %b, %v", s, fl, f, wantFl, wantF)
+		}
+	}
 }

@@ -222,6 +222,31 @@ func isIntegerText(s string) bool {
 	return true
 }
 
+// smallInteger returns the value of integer text of at most 15 digits (an optional sign,
+// then digits), which a float64 holds exactly: the number strconv.ParseFloat returns for
+// it, "-0" included.
+func smallInteger(s string) (float64, bool) {
+	i := 0
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		i = 1
+	}
+	if i == len(s) || len(s)-i > 15 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range []byte(s[i:]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	f := float64(v)
+	if s[0] == '-' {
+		f = -f
+	}
+	return f, true
+}
+
 // isDecimalText reports whether s is a decimal or exponent number:
 // ^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$ (no spaces, no hex, no Inf/NaN).
 func isDecimalText(s string) bool {
