@@ -60,8 +60,9 @@ const outputPerValueByte = 2
 // the calibration table and the generator's data (TestCostEstimateHoldsForEveryScenario).
 const (
 	// costAnalyze is the fixed cost of one analysis: the plan's maps, the result, the
-	// dimensions, a Dataset (measured 4,328 with one row and column of inline CSV).
-	costAnalyze = 5_000
+	// dimensions, a Dataset (measured 4,328 with one row and column of inline CSV; 11,467 on
+	// 2026-11-28's slower machine, see costCSVByte).
+	costAnalyze = 7_000
 	// costReadColumn is one column of inline data read: its slices, its 64-slot table
 	// (measured 759).
 	costReadColumn = 1_000
@@ -126,15 +127,22 @@ const (
 	// validation (measured 0.14); per field, hashing and interning a value (measured 18.0 on
 	// the calibration table, about 1.6 times that on the generator's data); per distinct
 	// value, inferring its types (measured 36.1). CPU is counted over every goroutine: the
-	// workers split the same work, with about 10 % more of it in all.
-	costCSVByte  = 0.14
-	costCSVField = 22
-	costCSVNew   = 50
-	// Reading inline JSON records: per byte, the decoder (measured 1.01); per field
-	// (measured 112.7); per distinct value (measured 38.1 on the calibration table).
-	costJSONByte  = 0.9
-	costJSONField = 120
-	costJSONNew   = 60
+	// workers split the same work, with about 10 % more of it in all. On 2026-11-28 a
+	// machine of the same kind measured 1.05, 58.6 and 159 (after the chunks' fields and
+	// the columns were sized at once): reading allocates most of the fresh memory of an
+	// analysis, and its page faults cost about 3 µs each there, so reading slowed 3 to 7
+	// times where the other loops slowed 2 to 3 (the cost checks scale by the machine's
+	// Slowness for those). The three constants and costAnalyze are the geometric means of
+	// the two machines' measurements, so that both stay within 3×.
+	costCSVByte  = 0.38
+	costCSVField = 32
+	costCSVNew   = 76
+	// Reading inline JSON records: per byte, the decoder (measured 1.01; 2.50 on
+	// 2026-11-28's machine); per field (measured 112.7; 271.7); per distinct value (measured
+	// 38.1 on the calibration table; 203.7). Geometric means, as for CSV.
+	costJSONByte  = 1.6
+	costJSONField = 175
+	costJSONNew   = 88
 	// unique_within_record: per distinct value of its columns, mapping it to the ids shared
 	// by the columns: an insert into the evaluation's string-keyed map the first time a
 	// column is mapped (costSharedNew; 250 measured on 400,000 distinct numbers, whose map

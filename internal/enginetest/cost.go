@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -38,27 +39,34 @@ func MeasureCPU(t testing.TB, work func()) time.Duration {
 }
 
 // EstimateHolds fails t unless the estimate's CPU is within CostFactor of the measured CPU
-// of run; run must be repeatable. Each case should take tens of milliseconds at least, so that the process's other
-// threads are noise. Under the race detector, which slows the engines 10 to 100 times, it
-// skips: CI runs the cost tests without it.
+// of run, on this machine's scale (Slowness); run must be repeatable. Each case should take
+// tens of milliseconds at least, so that the process's other threads are noise. Under the
+// race detector, which slows the engines 10 to 100 times, it skips: CI runs the cost tests
+// without it.
 func EstimateHolds(t *testing.T, name string, estimate engine.Cost, run func()) {
 	t.Helper()
 	if raceEnabled {
 		t.Skip("CPU estimates are not measurable under the race detector; CI runs this test without it")
 	}
 	measured := MeasureCPU(t, run)
+	slow := Slowness()
+	expected := time.Duration(float64(estimate.CPU) * slow)
 	// Noise only ever adds CPU (the runtime's scavenger returning what the test's setup
 	// freed, page faults, another thread of the process), so a case measured above 3× its
 	// estimate runs again, twice at most, and the least of its measurements counts. On a
 	// virtual machine whose kernel tracks memory accesses, the scavenger's madvise calls made
 	// a first measurement of a sub-millisecond analysis 3.5× its later ones.
-	for retry := 0; retry < 2 && float64(estimate.CPU)*CostFactor < float64(measured); retry++ {
+	for retry := 0; retry < 2 && float64(expected)*CostFactor < float64(measured); retry++ {
 		measured = min(measured, MeasureCPU(t, run))
 	}
-	ratio := float64(estimate.CPU) / float64(max(measured, time.Microsecond))
-	t.Logf("%s: estimated %v, measured %v (ratio %.2f)", name, estimate.CPU, measured, ratio)
+	ratio := float64(expected) / float64(max(measured, time.Microsecond))
+	scale := ""
+	if slow > 1 {
+		scale = fmt.Sprintf(", on this machine %.2f×: %v", slow, expected)
+	}
+	t.Logf("%s: estimated %v%s, measured %v (ratio %.2f)", name, estimate.CPU, scale, measured, ratio)
 	if ratio > CostFactor || ratio < 1/CostFactor {
-		t.Errorf("%s: estimate %v is not within %.0f× of the measured CPU %v (ratio %.2f)", name, estimate.CPU, CostFactor, measured, ratio)
+		t.Errorf("%s: estimate %v%s is not within %.0f× of the measured CPU %v (ratio %.2f)", name, estimate.CPU, scale, CostFactor, measured, ratio)
 	}
 }
 
