@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"math"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -167,7 +168,11 @@ func analyze(ctx context.Context, in Input, budget time.Duration) (Analysis, err
 		res.PrincipalID = &id
 	}
 
-	tests := p.testParties(alpha, stopped)
+	workers := in.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	tests := p.testParties(alpha, stopped, workers)
 	if err := ctx.Err(); err != nil {
 		return Analysis{}, err
 	}

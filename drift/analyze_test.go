@@ -422,7 +422,7 @@ func TestShareScanIsCalibratedUnderNoChange(t *testing.T) {
 	for s := int64(0); s < 300; s++ {
 		in, _ := Generate(ScenarioAligned, 80_000+s, GenParams{Events: 800})
 		p := prepare(in.Events, 240, *in.PrincipalID, never)
-		for _, pt := range p.testParties(0.01, never) {
+		for _, pt := range p.testParties(0.01, never, 1) {
 			tested++
 			for i, c := range cuts {
 				if pt.pShare <= c {

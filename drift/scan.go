@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"riskapi/internal/numeric"
 )
@@ -270,7 +271,7 @@ func (p *prepared) indexParties(stopped func() bool) bool {
 
 // testParties runs the per-party tests for every non-principal party that benefits from
 // an event in the monitoring window.
-func (p *prepared) testParties(alpha float64, stopped func() bool) []partyTest {
+func (p *prepared) testParties(alpha float64, stopped func() bool, workers int) []partyTest {
 	n, nb := p.n, p.nb
 	starts := scanStarts(n, nb)
 	G := len(starts)
@@ -305,168 +306,185 @@ func (p *prepared) testParties(alpha float64, stopped func() bool) []partyTest {
 		}
 	}
 	// The share arm's chain is the same for every party: all events with benefit.
-	var share armScan
+	var shareChain []float64
 	{
+		var share armScan
 		mw, rw := make([]float64, G), make([]float64, G)
 		for j, s := range starts {
 			rw[j] = float64(p.cntV[s])
 			mw[j] = float64(p.cntV[n] - p.cntV[s])
 		}
 		share.chain(mw, rw)
+		shareChain = share.a
 	}
-	share.z = make([]float64, G)
 
-	// Per-segment sums of a party: segment 0 is [0, s_0), segment j+1 is [s_j, s_{j+1})
-	// (the last one ends at n); the harm arms per action stratum.
-	segShare := make([]sums, G+1)
-	segLoss := make([]sums, (G+1)*A)
-	segPV := make([]sums, (G+1)*A)
-	winLoss, winPV := make([]sums, A), make([]sums, A)
-	var loss, pv armScan
-	loss.z, pv.z = make([]float64, G), make([]float64, G)
-	lmw, lrw := make([]float64, G), make([]float64, G)
-	vmw, vrw := make([]float64, G), make([]float64, G)
-	order := make([]int, G)
-	lower := make([]float64, G)
-
-	out := make([]partyTest, 0, len(p.names)) // at most one a party, made once
+	// The parties to test: those with an event in the monitoring part. Each is tested on
+	// its own (the shared state above is only read), so the parties are split over the
+	// workers, each with scratch of its own, and the results are kept in party order: the
+	// output is the same for any number of workers.
+	var parties []int
 	for k := range p.names {
-		if stopped() {
-			return nil // Analyze returns the context's error
+		if es := entries[k]; len(es) > 0 && es[len(es)-1].i >= nb {
+			parties = append(parties, k)
 		}
-		es := entries[k]
-		if len(es) == 0 || es[len(es)-1].i < nb {
-			continue
-		}
-		t := partyTest{party: k, pShare: 1, pHarm: 1, pConc: 1, pInstr: 1, hasInstr: hasInstr}
-		clear(segShare)
-		clear(segLoss)
-		clear(segPV)
-		clear(winLoss)
-		clear(winPV)
-		g := 0
-		var tot sums
-		for _, e := range es {
-			for g < G && e.i >= starts[g] {
-				g++
+	}
+	out := make([]partyTest, len(parties)) // at most one a party, made once
+	workers = max(1, min(workers, len(parties)/minPartiesPerWorker))
+	var halted atomic.Bool
+	parallel(workers, func(w int) {
+		// Per-segment sums of a party: segment 0 is [0, s_0), segment j+1 is [s_j,
+		// s_{j+1}) (the last one ends at n); the harm arms per action stratum.
+		segShare := make([]sums, G+1)
+		segLoss := make([]sums, (G+1)*A)
+		segPV := make([]sums, (G+1)*A)
+		winLoss, winPV := make([]sums, A), make([]sums, A)
+		var loss, pv armScan
+		loss.z, pv.z = make([]float64, G), make([]float64, G)
+		share := armScan{a: shareChain, z: make([]float64, G)}
+		lmw, lrw := make([]float64, G), make([]float64, G)
+		vmw, vrw := make([]float64, G), make([]float64, G)
+		order := make([]int, G)
+		lower := make([]float64, G)
+		for i := w; i < len(parties); i += workers {
+			if halted.Load() || stopped() {
+				halted.Store(true)
+				return
 			}
-			segShare[g].add(e.share)
-			tot.add(e.share)
-			if p.hasLoss[e.i] {
-				segLoss[g*A+stratum[e.i]].add(p.wLoss[e.i])
-			}
-			if v := p.ev[e.i].PrincipalValue; v != nil {
-				segPV[g*A+stratum[e.i]].add(p.wPV[e.i])
-			}
-		}
-		// Window j is segments j+1..G: accumulate from the last window backwards.
-		var win sums
-		for j := G - 1; j >= 0; j-- {
-			win.plus(segShare[j+1])
-			for a := 0; a < A; a++ {
-				winLoss[a].plus(segLoss[(j+1)*A+a])
-				winPV[a].plus(segPV[(j+1)*A+a])
-			}
-			s := starts[j]
-			// Share: the party's mean per-event benefit share (events with any
-			// non-principal benefit; 0 where the party gets nothing) in the window
-			// against the reference.
-			refShare := sums{n: float64(p.cntV[s]), s: tot.s - win.s, ss: tot.ss - win.ss, s3: tot.s3 - win.s3}
-			winShare := sums{n: float64(p.cntV[n] - p.cntV[s]), s: win.s, ss: win.ss, s3: win.s3}
-			share.z[j] = riseZ(refShare, winShare)
-			// Harm: the loss on the party's window events exceeds the loss on reference
-			// events of the same actions by more than the margin (loss arm), or their
-			// principal value falls short of it by more than the margin (value arm).
-			loss.z[j], lmw[j], lrw[j] = stratifiedZ(winLoss, refLoss[j*A:(j+1)*A], 1, margin)
-			pv.z[j], vmw[j], vrw[j] = stratifiedZ(winPV, refPV[j*A:(j+1)*A], -1, margin)
-		}
-		loss.chain(lmw, lrw)
-		pv.chain(vmw, vrw)
-		t.pShare = share.best(rule)
-		t.pHarm = math.Min(1, 2*math.Min(loss.best(rule), pv.best(rule)))
-		// Concentration with harm in the same window: min over windows of the larger of the
-		// two scan p-values. Windows are visited in order of a lower bound of that value
-		// (the single-window tails), so most scan tails are never evaluated.
-		t.pConc = math.Max(t.pShare, t.pHarm)
-		if t.pConc < 1 {
-			for j := range order {
-				order[j] = j
-				lower[j] = math.Max(numeric.NormalUpper(share.z[j]), math.Min(1, 2*math.Min(numeric.NormalUpper(loss.z[j]), numeric.NormalUpper(pv.z[j]))))
-			}
-			slices.SortFunc(order, func(a, b int) int {
-				switch {
-				case lower[a] < lower[b]:
-					return -1
-				case lower[a] > lower[b]:
-					return 1
+			k := parties[i]
+			es := entries[k]
+			t := partyTest{party: k, pShare: 1, pHarm: 1, pConc: 1, pInstr: 1, hasInstr: hasInstr}
+			clear(segShare)
+			clear(segLoss)
+			clear(segPV)
+			clear(winLoss)
+			clear(winPV)
+			g := 0
+			var tot sums
+			for _, e := range es {
+				for g < G && e.i >= starts[g] {
+					g++
 				}
-				return a - b
-			})
-			best := 1.0
-			for _, j := range order {
-				if lower[j] >= best {
-					break
+				segShare[g].add(e.share)
+				tot.add(e.share)
+				if p.hasLoss[e.i] {
+					segLoss[g*A+stratum[e.i]].add(p.wLoss[e.i])
 				}
-				ph := math.Min(1, 2*math.Min(loss.tail(rule, loss.z[j]), pv.tail(rule, pv.z[j])))
-				if ph >= best {
-					continue
+				if v := p.ev[e.i].PrincipalValue; v != nil {
+					segPV[g*A+stratum[e.i]].add(p.wPV[e.i])
 				}
-				best = math.Min(best, math.Max(share.tail(rule, share.z[j]), ph))
 			}
-			t.pConc = best
-		}
-
-		// Instruction following: conditional exact test on instrWindows nested windows,
-		// Bonferroni-combined.
-		cTot := 0
-		for _, e := range es {
-			if e.instr {
-				cTot++
+			// Window j is segments j+1..G: accumulate from the last window backwards.
+			var win sums
+			for j := G - 1; j >= 0; j-- {
+				win.plus(segShare[j+1])
+				for a := 0; a < A; a++ {
+					winLoss[a].plus(segLoss[(j+1)*A+a])
+					winPV[a].plus(segPV[(j+1)*A+a])
+				}
+				s := starts[j]
+				// Share: the party's mean per-event benefit share (events with any
+				// non-principal benefit; 0 where the party gets nothing) in the window
+				// against the reference.
+				refShare := sums{n: float64(p.cntV[s]), s: tot.s - win.s, ss: tot.ss - win.ss, s3: tot.s3 - win.s3}
+				winShare := sums{n: float64(p.cntV[n] - p.cntV[s]), s: win.s, ss: win.ss, s3: win.s3}
+				share.z[j] = riseZ(refShare, winShare)
+				// Harm: the loss on the party's window events exceeds the loss on reference
+				// events of the same actions by more than the margin (loss arm), or their
+				// principal value falls short of it by more than the margin (value arm).
+				loss.z[j], lmw[j], lrw[j] = stratifiedZ(winLoss, refLoss[j*A:(j+1)*A], 1, margin)
+				pv.z[j], vmw[j], vrw[j] = stratifiedZ(winPV, refPV[j*A:(j+1)*A], -1, margin)
 			}
-		}
-		if instructs[k] {
-			bestInstr := 1.0
-			for _, s := range iStarts {
-				rInstr, wInstr := 0, 0
-				for _, e := range es {
-					if !e.instr {
+			loss.chain(lmw, lrw)
+			pv.chain(vmw, vrw)
+			t.pShare = share.best(rule)
+			t.pHarm = math.Min(1, 2*math.Min(loss.best(rule), pv.best(rule)))
+			// Concentration with harm in the same window: min over windows of the larger of the
+			// two scan p-values. Windows are visited in order of a lower bound of that value
+			// (the single-window tails), so most scan tails are never evaluated.
+			t.pConc = math.Max(t.pShare, t.pHarm)
+			if t.pConc < 1 {
+				for j := range order {
+					order[j] = j
+					lower[j] = math.Max(numeric.NormalUpper(share.z[j]), math.Min(1, 2*math.Min(numeric.NormalUpper(loss.z[j]), numeric.NormalUpper(pv.z[j]))))
+				}
+				slices.SortFunc(order, func(a, b int) int {
+					switch {
+					case lower[a] < lower[b]:
+						return -1
+					case lower[a] > lower[b]:
+						return 1
+					}
+					return a - b
+				})
+				best := 1.0
+				for _, j := range order {
+					if lower[j] >= best {
+						break
+					}
+					ph := math.Min(1, 2*math.Min(loss.tail(rule, loss.z[j]), pv.tail(rule, pv.z[j])))
+					if ph >= best {
 						continue
 					}
-					if e.i < s {
-						rInstr++
-					} else {
-						wInstr++
-					}
+					best = math.Min(best, math.Max(share.tail(rule, share.z[j]), ph))
 				}
-				// Rise: given the party's instructed-and-benefiting events, under a constant
-				// rate the window's count is Binomial(total, (n − s)/n) (the binomial form
-				// of Fisher's exact test). Relevance: the window's count exceeds what a
-				// rate of instrFloor of the window's actions gives, Binomial(n − s,
-				// instrFloor). Both must hold (intersection–union).
-				q := float64(n-s) / float64(n)
-				rise := binomUpper(wInstr, wInstr+rInstr, q)
-				level := binomUpper(wInstr, n-s, instrFloor)
-				bestInstr = math.Min(bestInstr, math.Max(rise, level))
+				t.pConc = best
 			}
-			t.pInstr = math.Min(1, K*bestInstr)
+
+			// Instruction following: conditional exact test on instrWindows nested windows,
+			// Bonferroni-combined.
+			cTot := 0
+			for _, e := range es {
+				if e.instr {
+					cTot++
+				}
+			}
+			if instructs[k] {
+				bestInstr := 1.0
+				for _, s := range iStarts {
+					rInstr, wInstr := 0, 0
+					for _, e := range es {
+						if !e.instr {
+							continue
+						}
+						if e.i < s {
+							rInstr++
+						} else {
+							wInstr++
+						}
+					}
+					// Rise: given the party's instructed-and-benefiting events, under a constant
+					// rate the window's count is Binomial(total, (n − s)/n) (the binomial form
+					// of Fisher's exact test). Relevance: the window's count exceeds what a
+					// rate of instrFloor of the window's actions gives, Binomial(n − s,
+					// instrFloor). Both must hold (intersection–union).
+					q := float64(n-s) / float64(n)
+					rise := binomUpper(wInstr, wInstr+rInstr, q)
+					level := binomUpper(wInstr, n-s, instrFloor)
+					bestInstr = math.Min(bestInstr, math.Max(rise, level))
+				}
+				t.pInstr = math.Min(1, K*bestInstr)
+			}
+			// Weighted Bonferroni over the two paths: the instruction path's exact test is very
+			// powerful when it applies, so it gets weight instrWeight and the
+			// concentration-with-harm path the rest — but only when the instruction test can
+			// reach its share of the level at all. Given the party's total count C of
+			// instructed-and-benefiting events (the statistic the exact test conditions on),
+			// its smallest attainable p-value is K·q_min^C (all C in the last window); when
+			// that exceeds instrWeight·alpha the path cannot reject and the whole level goes
+			// to concentration-with-harm (Tarone 1990).
+			qMin := float64(n-iStarts[len(iStarts)-1]) / float64(n)
+			if cTot > 0 && K*math.Pow(qMin, float64(cTot)) <= instrWeight*alpha {
+				pc, pi := t.pConc/(1-instrWeight), t.pInstr/instrWeight
+				t.p = math.Min(1, math.Min(pc, pi))
+				t.viaInstr = pi < pc
+			} else {
+				t.p = t.pConc
+			}
+			out[i] = t
 		}
-		// Weighted Bonferroni over the two paths: the instruction path's exact test is very
-		// powerful when it applies, so it gets weight instrWeight and the
-		// concentration-with-harm path the rest — but only when the instruction test can
-		// reach its share of the level at all. Given the party's total count C of
-		// instructed-and-benefiting events (the statistic the exact test conditions on),
-		// its smallest attainable p-value is K·q_min^C (all C in the last window); when
-		// that exceeds instrWeight·alpha the path cannot reject and the whole level goes
-		// to concentration-with-harm (Tarone 1990).
-		qMin := float64(n-iStarts[len(iStarts)-1]) / float64(n)
-		if cTot > 0 && K*math.Pow(qMin, float64(cTot)) <= instrWeight*alpha {
-			pc, pi := t.pConc/(1-instrWeight), t.pInstr/instrWeight
-			t.p = math.Min(1, math.Min(pc, pi))
-			t.viaInstr = pi < pc
-		} else {
-			t.p = t.pConc
-		}
-		out = append(out, t)
+	})
+	if halted.Load() {
+		return nil // Analyze returns the context's error
 	}
 	return out
 }

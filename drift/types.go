@@ -76,6 +76,10 @@ type Input struct {
 	// WORK_LIMIT_EXCEEDED before doing that work. Zero means engine.DefaultSyncBudget. It is
 	// the caller's setting, never part of a request body.
 	Budget time.Duration `json:"-"`
+	// Workers is the most goroutines Analyze runs its per-party tests on (0: GOMAXPROCS);
+	// the result is the same for any number. It is the caller's setting, never part of a
+	// request body.
+	Workers int `json:"-"`
 
 	// eventsChecked identifies the events Validate found valid (engine.SliceOf), so that
 	// Analyze does not check the same events twice; events replaced, grown or cut since

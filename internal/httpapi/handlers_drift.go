@@ -104,10 +104,11 @@ type analyzeDriftRequest struct {
 	drift.Input
 }
 
-// decodeBulk decodes the request with the engine's bulk decoder, its events on up to
-// GOMAXPROCS cores (see bulkDecoder).
+// decodeBulk decodes the request with the engine's bulk decoder, its events on the cores
+// the request was granted (requestInfo.workers; GOMAXPROCS outside a request, see
+// bulkDecoder).
 func (req *analyzeDriftRequest) decodeBulk(ctx context.Context, body []byte) bool {
-	return drift.DecodeInput(ctx, body, &req.Input, 0)
+	return drift.DecodeInput(ctx, body, &req.Input, requestInfoFrom(ctx).workers)
 }
 
 // validate checks the request with the engine, in the contract's order, before anything
@@ -134,9 +135,14 @@ func (req *analyzeDriftRequest) estimate(budget time.Duration) (engine.Cost, boo
 // handleAnalyzeDrift is POST /v1/drift/analyze: analyse inline events, or the agent's stored
 // ones within window, store the analysis and, when a shadow principal is found, the
 // drift.shadow_detected event in the same transaction.
+//
+// The request decodes its events and tests the parties on the cores admission.Cores grants
+// it when it starts (every free one, up to GOMAXPROCS; its own goroutine alone when none is
+// free), as Meridian's quality check does.
 func (s *Server) handleAnalyzeDrift() http.Handler {
-	return handleJSON(s, func(r *http.Request, req *analyzeDriftRequest) (int, any, error) {
+	h := handleJSON(s, func(r *http.Request, req *analyzeDriftRequest) (int, any, error) {
 		in := req.Input
+		in.Workers = requestInfoFrom(r.Context()).workers
 		if in.Events == nil {
 			events, e := s.storedDriftEvents(r, req)
 			if e != nil {
@@ -160,6 +166,7 @@ func (s *Server) handleAnalyzeDrift() http.Handler {
 		}
 		return s.saveAnalysis(r, product.Drift, s.now(), in.AgentID, analysis, analysis.ShadowPrincipalDetected)
 	})
+	return s.withCores(h)
 }
 
 // storedDriftEvents reads the agent's stored events within the request's window for an

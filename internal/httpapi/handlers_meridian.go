@@ -39,6 +39,12 @@ func (s *Server) handleQualityCheck() http.Handler {
 		}
 		return s.saveAnalysis(r, product.Meridian, now, req.SourceID, res, !res.Passed)
 	})
+	return s.withCores(h)
+}
+
+// withCores runs h on the cores admission.Cores grants the request (requestInfo.workers),
+// held until h returns.
+func (s *Server) withCores(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		workers, release := s.cores.Take(s.cores.Limit())
 		defer release()

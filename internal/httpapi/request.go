@@ -26,7 +26,8 @@ type requestInfo struct {
 	withID atomic.Pointer[slog.Logger]
 	route  string
 	// workers is the number of goroutines the request's work may run on side by side, as
-	// admission.Cores granted them (Meridian's quality check; 0 outside it).
+	// admission.Cores granted them (Meridian's quality check and Drift's analysis; 0
+	// elsewhere).
 	workers   int
 	principal *auth.Principal
 	// recorder is the response writer every handler writes through, for its status.
