@@ -186,8 +186,15 @@ func (b *bundle) simulation(id string) stored {
 // status.
 func (b *bundle) await(id, status string) stored {
 	b.t.Helper()
+	return b.awaitWithin(id, status, 20*time.Second)
+}
+
+// awaitWithin is await with its own deadline, for the simulations whose work alone takes
+// tens of seconds under the race detector.
+func (b *bundle) awaitWithin(id, status string, deadline time.Duration) stored {
+	b.t.Helper()
 	var s stored
-	b.store.WaitFor(b.t, 20*time.Second, "simulation "+id+" "+status, func() bool {
+	b.store.WaitFor(b.t, deadline, "simulation "+id+" "+status, func() bool {
 		s = b.simulation(id)
 		return s.object["status"] == status
 	})
