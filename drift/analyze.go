@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"math"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -168,11 +167,7 @@ func analyze(ctx context.Context, in Input, budget time.Duration) (Analysis, err
 		res.PrincipalID = &id
 	}
 
-	workers := in.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	tests := p.testParties(alpha, stopped, workers)
+	tests := p.testParties(alpha, stopped, in.workers())
 	if err := ctx.Err(); err != nil {
 		return Analysis{}, err
 	}

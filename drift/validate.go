@@ -99,7 +99,7 @@ func (in *Input) validateEvents(stopped func() bool) error {
 	case n < MinEvents || n > MaxEvents:
 		return engine.Invalid("", "events", expected, "array", "events must hold %d to %d events (it holds %d).", MinEvents, MaxEvents, n)
 	}
-	if err := validateEvents(in.Events, stopped); err != nil {
+	if err := validateEventsOn(in.Events, stopped, in.workers()); err != nil {
 		return err
 	}
 	in.eventsChecked = engine.SliceOf(in.Events)
@@ -192,8 +192,34 @@ func (b *EventBatch) Validate() error {
 // member of every event against the contract, with paths such as events[3].timestamp.
 func ValidateEvents(events []Event) error { return validateEvents(events, nil) }
 
+// validateEventsOn is validateEvents on up to workers goroutines, each over a range of the
+// events: the error it returns is the one of the first event that fails, as one goroutine
+// finds it (each range stops at its own first failure, and the lowest range's counts).
+func validateEventsOn(events []Event, stopped func() bool, workers int) error {
+	workers = max(1, min(workers, len(events)/minEventsPerValidator))
+	if workers == 1 {
+		return validateEvents(events, stopped)
+	}
+	errs := make([]error, workers)
+	parallel(workers, func(w int) {
+		lo, hi := w*len(events)/workers, (w+1)*len(events)/workers
+		errs[w] = validateRange(events, lo, hi, stopped)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func validateEvents(events []Event, stopped func() bool) error {
-	for i := range events {
+	return validateRange(events, 0, len(events), stopped)
+}
+
+// validateRange validates events[lo:hi], with their indexes in events.
+func validateRange(events []Event, lo, hi int, stopped func() bool) error {
+	for i := lo; i < hi; i++ {
 		if stopped != nil && stopped() {
 			return errStopped
 		}

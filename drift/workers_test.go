@@ -3,6 +3,8 @@ package drift
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -44,6 +46,29 @@ func TestWorkersTestPartiesStopWhenTheContextEnds(t *testing.T) {
 	for _, w := range []int{1, 2, 8} {
 		if got := p.testParties(0.01, func() bool { return true }, w); got != nil {
 			t.Fatalf("workers=%d: tested %d parties after the stop", w, len(got))
+		}
+	}
+}
+
+// Validation on several goroutines reports the first failing event, as one goroutine does,
+// wherever the failures fall in the ranges.
+func TestWorkersValidateLikeOne(t *testing.T) {
+	t.Parallel()
+	in, _ := Generate(ScenarioShadow, 2, GenParams{Events: 40_000})
+	for _, bad := range [][]int{{}, {39_999}, {30_000, 5}, {20_000, 20_001}, {12_000, 39_000}} {
+		events := slices.Clone(in.Events)
+		for k, i := range bad {
+			if k%2 == 0 {
+				events[i].Action = ""
+			} else {
+				events[i].Beneficiaries = append(events[i].Beneficiaries, Beneficiary{Party: "x", Value: -1})
+			}
+		}
+		want := fmt.Sprint(validateEvents(events, nil))
+		for _, w := range []int{2, 3, 5, 8} {
+			if got := fmt.Sprint(validateEventsOn(events, nil, w)); got != want {
+				t.Fatalf("failures at %v, %d workers: %s; one goroutine: %s", bad, w, got, want)
+			}
 		}
 	}
 }

@@ -108,7 +108,10 @@ type analyzeDriftRequest struct {
 // the request was granted (requestInfo.workers; GOMAXPROCS outside a request, see
 // bulkDecoder).
 func (req *analyzeDriftRequest) decodeBulk(ctx context.Context, body []byte) bool {
-	return drift.DecodeInput(ctx, body, &req.Input, requestInfoFrom(ctx).workers)
+	workers := requestInfoFrom(ctx).workers
+	ok := drift.DecodeInput(ctx, body, &req.Input, workers)
+	req.Workers = workers // validation and the analysis run on the same cores
+	return ok
 }
 
 // validate checks the request with the engine, in the contract's order, before anything
@@ -142,7 +145,6 @@ func (req *analyzeDriftRequest) estimate(budget time.Duration) (engine.Cost, boo
 func (s *Server) handleAnalyzeDrift() http.Handler {
 	h := handleJSON(s, func(r *http.Request, req *analyzeDriftRequest) (int, any, error) {
 		in := req.Input
-		in.Workers = requestInfoFrom(r.Context()).workers
 		if in.Events == nil {
 			events, e := s.storedDriftEvents(r, req)
 			if e != nil {
