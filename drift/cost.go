@@ -132,19 +132,21 @@ func (w workload) repeatWeight() float64 {
 }
 
 // measureWorkload reads the workload off in's events, or as much of it as it read before
-// stopped reported true.
+// stopped reported true. It reads ranges of the events on up to in.workers() goroutines:
+// the counts add up and the distinct counters' registers merge by their maximum, so the
+// workload is the same for any number of them.
 func measureWorkload(in *Input, stopped func() bool) workload {
 	ev := in.Events
 	n := len(ev)
-	w := workload{events: n, sorted: slices.IsSortedFunc(ev, func(a, b Event) int { return a.Timestamp.Compare(b.Timestamp) })}
 	// The monitoring part: events from baseline.until on; else, for events in time order,
 	// from position ⌊fraction·n⌋ on; else every event (an upper bound, short of sorting).
+	sorted := slices.IsSortedFunc(ev, func(a, b Event) int { return a.Timestamp.Compare(b.Timestamp) })
 	var until *time.Time
 	from := 0
 	switch b := in.Baseline; {
 	case b != nil && b.Until != nil:
 		until = b.Until
-	case !w.sorted:
+	case !sorted:
 	case b != nil && b.Fraction != nil:
 		from = int(math.Floor(*b.Fraction * float64(n)))
 	default:
@@ -154,33 +156,66 @@ func measureWorkload(in *Input, stopped func() bool) workload {
 	if in.PrincipalID != nil {
 		principal = *in.PrincipalID
 	}
-	var parties, tested, actions distinctCounter
-	for i := range ev {
+	workers := max(1, min(in.workers(), n/minEventsPerValidator))
+	parts := make([]workloadPart, workers)
+	parallel(workers, func(k int) {
+		parts[k].read(ev, k*n/workers, (k+1)*n/workers, from, until, principal, stopped)
+	})
+	for k := 1; k < workers; k++ {
+		parts[0].merge(&parts[k])
+	}
+	w := parts[0].workload
+	w.events, w.sorted = n, sorted
+	w.parties, w.tested, w.actions = parts[0].parties.count(), parts[0].tested.count(), parts[0].actions.count()
+	return w
+}
+
+// workloadPart is the workload of a range of the events, its distinct values still as
+// counters.
+type workloadPart struct {
+	workload
+	parties, tested, actions distinctCounter
+}
+
+// read measures events[lo:hi] of ev, whose monitoring part starts at from (and at until
+// when set).
+func (p *workloadPart) read(ev []Event, lo, hi, from int, until *time.Time, principal string, stopped func() bool) {
+	for i := lo; i < hi; i++ {
 		if stopped() {
 			break
 		}
 		e := &ev[i]
 		if i == 0 || e.Action != ev[i-1].Action {
-			actions.add(hashString(e.Action))
+			p.actions.add(hashString(e.Action))
 		}
-		w.benefits += len(e.Beneficiaries)
+		p.benefits += len(e.Beneficiaries)
 		monitoring := i >= from && (until == nil || !e.Timestamp.Before(*until))
 		for j := range e.Beneficiaries {
 			b := &e.Beneficiaries[j]
-			w.nameBytes += len(b.Party)
+			p.nameBytes += len(b.Party)
 			if b.Value <= 0 || b.Party == "principal" || b.Party == principal {
 				continue
 			}
 			h := hashString(b.Party)
-			parties.add(h)
+			p.parties.add(h)
 			if monitoring {
-				tested.add(h)
-				w.monitored++
+				p.tested.add(h)
+				p.monitored++
 			}
 		}
 	}
-	w.parties, w.tested, w.actions = parties.count(), tested.count(), actions.count()
-	return w
+}
+
+// merge adds q's range to p's.
+func (p *workloadPart) merge(q *workloadPart) {
+	p.benefits += q.benefits
+	p.nameBytes += q.nameBytes
+	p.monitored += q.monitored
+	for j := range p.parties {
+		p.parties[j] = max(p.parties[j], q.parties[j])
+		p.tested[j] = max(p.tested[j], q.tested[j])
+		p.actions[j] = max(p.actions[j], q.actions[j])
+	}
 }
 
 func (w workload) cost() engine.Cost {

@@ -73,6 +73,25 @@ func TestWorkersValidateLikeOne(t *testing.T) {
 	}
 }
 
+// The workload the estimate is made of is the same measured on any number of goroutines:
+// events in order and shuffled, with a baseline by fraction and by time.
+func TestWorkersMeasureTheSameWorkload(t *testing.T) {
+	t.Parallel()
+	in, _ := Generate(ScenarioShadow, 3, GenParams{Events: 50_000})
+	until := in.Events[20_000].Timestamp
+	fraction := 0.4
+	for _, c := range []Input{in, shuffled(in, 2), {Events: in.Events, Baseline: &Baseline{Until: &until}}, {Events: in.Events, Baseline: &Baseline{Fraction: &fraction}}} {
+		c.Workers = 1
+		want := measureWorkload(&c, never)
+		for _, w := range []int{2, 3, 6} {
+			c.Workers = w
+			if got := measureWorkload(&c, never); got != want {
+				t.Fatalf("%d workers measured %+v; one goroutine %+v", w, got, want)
+			}
+		}
+	}
+}
+
 // analysisBytes is the JSON of Analyze's result for in.
 func analysisBytes(t *testing.T, in Input) []byte {
 	t.Helper()
