@@ -224,7 +224,10 @@ func (d *Dataset) internRound(chunks []*csvChunk, take []int, order, costs []int
 		c := d.cols[j]
 		before := c.dict.size()
 		over[j] = overflow{-1, -1}
-		c.ids = slices.Grow(c.ids, roundRows)
+		if len(c.ids)+roundRows > cap(c.ids) {
+			// Doubling, as addTexts grows them: unsized text (a socket's) grows by rounds.
+			c.ids = slices.Grow(c.ids, max(len(c.ids), roundRows))
+		}
 		rows := 0
 		for i, ch := range chunks {
 			fields := ch.fields[:take[i]*ncol]
