@@ -112,7 +112,8 @@ const (
 )
 
 // Slowness is how many times slower than the machines the cost constants were measured on
-// this one runs the machine probe (MachineProbeCPU, which it runs once more): at least 1 (a
+// this one runs the machine probe (MachineProbeCPU, which it runs once more; EstimateHolds
+// also takes its test's median case into account, see machineScale): at least 1 (a
 // machine as fast or faster is held to the estimates as they are), at most maxSlowness. The
 // constants are CPU times of the machines they were fitted on, and a virtual machine of the
 // same kind ran every engine's loops about twice as slowly on another day: on 2026-11-28 the
