@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -331,20 +330,16 @@ func splitParallel(b []byte, start, workers int) ([]span, int) {
 	guesses[workers] = len(b)
 	regions := make([]splitRegion, workers)
 	perWorker := (len(b)-start)/workers/rangeBytesPerEvent + 1
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			first := start
-			if w > 0 {
-				if first = elementStart(b, guesses[w], guesses[w+1]); first < 0 {
-					regions[w] = splitRegion{first: -1, next: -1, end: -1, ok: true}
-					return
-				}
+	parallel(workers, func(w int) {
+		first := start
+		if w > 0 {
+			if first = elementStart(b, guesses[w], guesses[w+1]); first < 0 {
+				regions[w] = splitRegion{first: -1, next: -1, end: -1, ok: true}
+				return
 			}
-			regions[w] = splitFrom(b, first, guesses[w+1], make([]span, 0, perWorker))
-		})
-	}
-	wg.Wait()
+		}
+		regions[w] = splitFrom(b, first, guesses[w+1], make([]span, 0, perWorker))
+	})
 	total := 0
 	for w, r := range regions {
 		if !r.ok {
@@ -457,15 +452,7 @@ func decodeEvents(ctx context.Context, b []byte, i int, workers int) ([]Event, i
 		}
 		p.setIDs()
 	}
-	if workers == 1 {
-		part(0, n)
-	} else {
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() { part(n*w/workers, n*(w+1)/workers) })
-		}
-		wg.Wait()
-	}
+	parallel(workers, func(w int) { part(n*w/workers, n*(w+1)/workers) })
 	if failed.Load() {
 		// What was parsed is dropped; the slice is left to the decoding that follows.
 		clear(events)

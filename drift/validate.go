@@ -190,16 +190,13 @@ func (b *EventBatch) Validate() error {
 
 // ValidateEvents checks events (the value of member "events") in document order: every
 // member of every event against the contract, with paths such as events[3].timestamp.
-func ValidateEvents(events []Event) error { return validateEvents(events, nil) }
+func ValidateEvents(events []Event) error { return validateRange(events, 0, len(events), nil) }
 
-// validateEventsOn is validateEvents on up to workers goroutines, each over a range of the
-// events: the error it returns is the one of the first event that fails, as one goroutine
-// finds it (each range stops at its own first failure, and the lowest range's counts).
+// validateEventsOn validates events on up to workers goroutines, each over a range of them:
+// the error it returns is the one of the first event that fails, as one goroutine finds it
+// (each range stops at its own first failure, and the lowest range's counts).
 func validateEventsOn(events []Event, stopped func() bool, workers int) error {
 	workers = max(1, min(workers, len(events)/minEventsPerValidator))
-	if workers == 1 {
-		return validateEvents(events, stopped)
-	}
 	errs := make([]error, workers)
 	parallel(workers, func(w int) {
 		lo, hi := w*len(events)/workers, (w+1)*len(events)/workers
@@ -211,10 +208,6 @@ func validateEventsOn(events []Event, stopped func() bool, workers int) error {
 		}
 	}
 	return nil
-}
-
-func validateEvents(events []Event, stopped func() bool) error {
-	return validateRange(events, 0, len(events), stopped)
 }
 
 // validateRange validates events[lo:hi], with their indexes in events.

@@ -64,7 +64,7 @@ func TestWorkersValidateLikeOne(t *testing.T) {
 				events[i].Beneficiaries = append(events[i].Beneficiaries, Beneficiary{Party: "x", Value: -1})
 			}
 		}
-		want := fmt.Sprint(validateEvents(events, nil))
+		want := fmt.Sprint(validateEventsOn(events, nil, 1))
 		for _, w := range []int{2, 3, 5, 8} {
 			if got := fmt.Sprint(validateEventsOn(events, nil, w)); got != want {
 				t.Fatalf("failures at %v, %d workers: %s; one goroutine: %s", bad, w, got, want)

@@ -60,14 +60,14 @@ func EstimateHolds(t *testing.T, name string, estimate engine.Cost, run func()) 
 	for retry := 0; retry < 2 && float64(estimate.CPU)*maxSlowness*CostFactor < float64(measured); retry++ {
 		measured = min(measured, MeasureCPU(t, run))
 	}
-	costCasesOf(t).add(costCase{name: name, estimate: estimate.CPU, measured: measured, probe: Slowness()})
+	MachineProbeCPU() // a run of the probe beside each case (see Slowness)
+	costCasesOf(t).add(costCase{name: name, estimate: estimate.CPU, measured: measured})
 }
 
 // costCase is one measured case of EstimateHolds.
 type costCase struct {
 	name               string
 	estimate, measured time.Duration
-	probe              float64 // the machine probe's Slowness beside it
 }
 
 // costCases are the cases of one test, judged when it ends.
@@ -101,21 +101,18 @@ func (cs *costCases) add(c costCase) {
 const minCasesForMedian = 8
 
 // machineScale is how much slower than the machines the constants were measured on this
-// one ran a test's cases: the larger of the machine probe's reading beside them (Slowness)
-// and, for a test of minCasesForMedian cases or more, the inverse of their median estimated
+// one ran a test's cases: the larger of the machine probe's reading (Slowness, over the
+// runs beside every case so far) and, for a test of minCasesForMedian cases or more, the inverse of their median estimated
 // ÷ measured, between 1 and maxSlowness. The median is the engine's own loops on this
 // machine: on 2026-11-28 in CI the probe read 1.22 while Meridian's check types ran at a
 // median of 0.45, and columns_present at 0.27 failed. A model's error is one case off from
 // the test's others, which the median does not follow.
 func (cs *costCases) machineScale() float64 {
-	probes := make([]float64, len(cs.cases))
+	scale := Slowness()
 	ratios := make([]float64, len(cs.cases))
 	for i, c := range cs.cases {
-		probes[i] = c.probe
 		ratios[i] = float64(c.estimate) / float64(max(c.measured, time.Microsecond))
 	}
-	slices.Sort(probes)
-	scale := probes[len(probes)/2]
 	if len(ratios) >= minCasesForMedian {
 		slices.Sort(ratios)
 		scale = max(scale, 1/ratios[len(ratios)/2])

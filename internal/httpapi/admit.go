@@ -191,3 +191,14 @@ func (s *Server) memoryError(ctx context.Context, err error, cost engine.Cost) *
 	}
 	return apiError(ctx, err)
 }
+
+// withCores runs h on the cores admission.Cores grants the request (requestInfo.workers),
+// held until h returns.
+func (s *Server) withCores(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		workers, release := s.cores.Take(s.cores.Limit())
+		defer release()
+		requestInfoFrom(r.Context()).workers = workers
+		h.ServeHTTP(w, r)
+	})
+}

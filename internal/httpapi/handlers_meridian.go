@@ -42,17 +42,6 @@ func (s *Server) handleQualityCheck() http.Handler {
 	return s.withCores(h)
 }
 
-// withCores runs h on the cores admission.Cores grants the request (requestInfo.workers),
-// held until h returns.
-func (s *Server) withCores(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		workers, release := s.cores.Take(s.cores.Limit())
-		defer release()
-		requestInfoFrom(r.Context()).workers = workers
-		h.ServeHTTP(w, r)
-	})
-}
-
 // validateQualityCheck checks the whole request once it is read — the rules that tie its
 // members together (a source_id, data or signals, checks need data) — with the engine, which
 // keeps what it compiled for Analyze.
